@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { reportCliError } from './cli-context.js';
+import { registerMigrate } from './commands/migrate.js';
+
+const program = new Command('bizdir')
+  .description('bizdir: business-directory data service')
+  .showHelpAfterError()
+  .exitOverride();
+
+// One line per command module; each module owns its sub-commands.
+registerMigrate(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) process.exitCode = error.exitCode;
+  else process.exitCode = reportCliError(error);
+}

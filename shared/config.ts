@@ -1,0 +1,118 @@
+import Type, { type Static } from 'typebox';
+import Value from 'typebox/value';
+
+/**
+ * Configuration is read from the environment once, validated against one schema, and frozen.
+ * A bad value stops start-up with one message naming the variable (DECISIONS.md, Configuration).
+ */
+const Env = Type.Object({
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  MEILI_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  MEILI_MASTER_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  DOMAIN_SUFFIX: Type.String({
+    pattern: '^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$',
+  }),
+  HOST: Type.String({ minLength: 1 }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535 }),
+  ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+  ),
+  /** Prefix of every BullMQ key; tests use their own so they never touch a user's queues. */
+  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$' }),
+  /** Name of the Meilisearch index alias that serves Org search; tests use their own. */
+  MEILI_INDEX: Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' }),
+  /** Folder for local state (embedded services, downloaded feeds). */
+  DATA_DIR: Type.String({ minLength: 1 }),
+});
+
+const DEFAULTS = {
+  DOMAIN_SUFFIX: 'bizdir.test',
+  HOST: '127.0.0.1',
+  PORT: '3000',
+  LOG_LEVEL: 'info',
+  QUEUE_PREFIX: 'bizdir',
+  MEILI_INDEX: 'orgs',
+  DATA_DIR: '.data',
+} as const;
+
+const MESSAGES: Record<string, string> = {
+  DATABASE_URL: 'must be a postgres:// or postgresql:// URL',
+  REDIS_URL: 'must be a redis:// or rediss:// URL',
+  MEILI_URL: 'must be an http:// or https:// URL',
+  MEILI_MASTER_KEY: 'must not be empty when set',
+  DOMAIN_SUFFIX: 'must be a lower-case DNS name such as bizdir.test',
+  HOST: 'must not be empty',
+  PORT: 'must be an integer from 0 to 65535',
+  ADMIN_TOKEN: 'must be at least 16 characters when set',
+  LOG_LEVEL: 'must be one of fatal, error, warn, info, debug, trace, silent',
+  QUEUE_PREFIX: 'must be 1-64 characters of letters, digits, _ : -',
+  MEILI_INDEX: 'must be 1-200 characters of letters, digits, _ -',
+  DATA_DIR: 'must not be empty',
+};
+
+type EnvValues = Static<typeof Env>;
+
+export interface Config {
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string | undefined;
+  readonly meiliUrl: string | undefined;
+  readonly meiliMasterKey: string | undefined;
+  readonly domainSuffix: string;
+  readonly host: string;
+  readonly port: number;
+  readonly adminToken: string | undefined;
+  readonly logLevel: EnvValues['LOG_LEVEL'];
+  readonly queuePrefix: string;
+  readonly meiliIndex: string;
+  readonly dataDir: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${reason}`);
+  }
+}
+
+/** Reads and validates configuration. Throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(Env.properties)) {
+    const value = env[key] ?? DEFAULTS[key as keyof typeof DEFAULTS];
+    // An empty variable is treated as unset, as shells and compose files often leave them so.
+    if (value === undefined || value === '') continue;
+    raw[key] = key === 'PORT' && /^\d+$/.test(value) ? Number(value) : value;
+  }
+  for (const error of Value.Errors(Env, raw)) {
+    const variable =
+      error.instancePath.replace(/^\//, '') || String(Object.values(error.params)[0] ?? 'environment');
+    throw new ConfigError(variable, MESSAGES[variable] ?? error.message);
+  }
+  const v = raw as EnvValues;
+  return Object.freeze({
+    databaseUrl: v.DATABASE_URL,
+    redisUrl: v.REDIS_URL,
+    meiliUrl: v.MEILI_URL,
+    meiliMasterKey: v.MEILI_MASTER_KEY,
+    domainSuffix: v.DOMAIN_SUFFIX,
+    host: v.HOST,
+    port: v.PORT,
+    adminToken: v.ADMIN_TOKEN,
+    logLevel: v.LOG_LEVEL,
+    queuePrefix: v.QUEUE_PREFIX,
+    meiliIndex: v.MEILI_INDEX,
+    dataDir: v.DATA_DIR,
+  });
+}
+
+/** The default local services, used where a URL is not configured and nothing embedded runs. */
+export const LOCAL_DEFAULTS = {
+  databaseUrl: 'postgres://postgres@127.0.0.1:5432/bizdir',
+  redisUrl: 'redis://127.0.0.1:6379',
+  meiliUrl: 'http://127.0.0.1:7700',
+} as const;

@@ -1,0 +1,197 @@
+import type { ColumnType, Generated, GeneratedAlways } from 'kysely';
+
+/**
+ * Kysely table types. They match what `pg` returns with the type parsers set in db.ts:
+ * int8 -> number (every bigint here stays far below 2^53), date -> 'YYYY-MM-DD' string,
+ * timestamptz -> Date, jsonb -> parsed JSON.
+ */
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type DateString = ColumnType<string, string, string>;
+type Json<T> = ColumnType<T, string, string>;
+
+export interface PhonesJson {
+  default?: string | null;
+  alt?: string | null;
+  local?: string | null;
+  fax?: string | null;
+  mobile?: string | null;
+  free?: string | null;
+  tty?: string | null;
+}
+
+export interface HoursEntryJson {
+  day?: number;
+  date?: string;
+  open: boolean;
+  open_time: string;
+  close_time: string;
+}
+
+export interface HoursJson {
+  normal?: HoursEntryJson[] | null;
+  special?: HoursEntryJson[] | null;
+  message?: string | null;
+  special_message?: string | null;
+}
+
+export interface LinksJson {
+  socialnet_url?: string | null;
+  photoshare_url?: string | null;
+  professionalnet_url?: string | null;
+  shortvideo_url?: string | null;
+  microblog_url?: string | null;
+  website_url?: string | null;
+  videosite_url?: string | null;
+}
+
+export interface AddressesTable {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  domain_cc: string;
+  line1: string | null;
+  line2: string | null;
+  line3: string | null;
+  city: string | null;
+  sublocality: string | null;
+  state: string | null;
+  state_code: string | null;
+  zip: string | null;
+  country_code: string | null;
+  content_hash: string;
+  version_number: Generated<number>;
+  updated: Generated<Timestamp>;
+  created_at: Generated<Timestamp>;
+}
+
+export interface OrgsTable {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  domain_cc: string;
+  public_slug: string;
+  name: string;
+  informal_name: string | null;
+  description: string | null;
+  email: string | null;
+  logo_url: string | null;
+  phones: Generated<Json<PhonesJson>>;
+  sic_code: string | null;
+  vat_number: string | null;
+  registration_country: string | null;
+  registration_number: string | null;
+  registration_date: DateString | null;
+  registration_state_code: string | null;
+  registered_address_id: number | null;
+  company_status: string | null;
+  company_category: string | null;
+  left_register_on: DateString | null;
+  content_hash: string;
+  version_number: Generated<number>;
+  updated: Generated<Timestamp>;
+  created_at: Generated<Timestamp>;
+  last_run_id: number | null;
+}
+
+export interface OrgPublicDomainsTable {
+  slug: string;
+  org_id: number;
+  created_at: Generated<Timestamp>;
+}
+
+export interface LocationsTable {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  domain_cc: string;
+  public_slug: string;
+  org_id: number;
+  code: string;
+  name: string | null;
+  description: string | null;
+  address_id: number | null;
+  address_verified: Generated<boolean>;
+  closed_date: DateString | null;
+  is_default: Generated<boolean>;
+  position: Generated<number>;
+  email: string | null;
+  phones: Generated<Json<PhonesJson>>;
+  hours: Generated<Json<HoursJson>>;
+  links: Generated<Json<LinksJson>>;
+  year_established: number | null;
+  latitude: number | null;
+  longitude: number | null;
+  primary_category: string | null;
+  categories: string[] | null;
+  labels: string[] | null;
+  logo_url: string | null;
+  content_hash: string;
+  version_number: Generated<number>;
+  updated: Generated<Timestamp>;
+  created_at: Generated<Timestamp>;
+  last_run_id: number | null;
+}
+
+export interface LocationPublicDomainsTable {
+  slug: string;
+  location_id: number;
+  created_at: Generated<Timestamp>;
+}
+
+export interface PublicSlugCountersTable {
+  scope: string;
+  base: string;
+  last: number;
+}
+
+export type ImportFeed = 'registrar' | 'locations';
+export type ImportStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
+
+export interface ImportOptionsJson {
+  country?: string;
+  full?: boolean;
+  org?: string;
+}
+
+export interface ImportRunsTable {
+  id: GeneratedAlways<number>;
+  feed: ImportFeed;
+  source: string;
+  options: Generated<Json<ImportOptionsJson>>;
+  status: Generated<ImportStatus>;
+  job_id: string | null;
+  schedule_name: string | null;
+  rows_read: Generated<number>;
+  inserted: Generated<number>;
+  updated: Generated<number>;
+  unchanged: Generated<number>;
+  rejected: Generated<number>;
+  warnings: Generated<number>;
+  duplicates: Generated<number>;
+  closed: Generated<number>;
+  checkpoint_rows: Generated<number>;
+  bytes_read: Generated<number>;
+  bytes_total: number | null;
+  error: string | null;
+  created_at: Generated<Timestamp>;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+}
+
+export interface ImportRejectsTable {
+  id: GeneratedAlways<number>;
+  run_id: number;
+  severity: 'rejected' | 'warning';
+  line_number: number;
+  column_name: string | null;
+  reason: string;
+  raw: string | null;
+}
+
+export interface Database {
+  addresses: AddressesTable;
+  orgs: OrgsTable;
+  org_public_domains: OrgPublicDomainsTable;
+  locations: LocationsTable;
+  location_public_domains: LocationPublicDomainsTable;
+  public_slug_counters: PublicSlugCountersTable;
+  import_runs: ImportRunsTable;
+  import_rejects: ImportRejectsTable;
+}

@@ -1,0 +1,101 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FileMigrationProvider, Kysely, type MigrationResultSet, Migrator, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './database.js';
+
+// Types that match runtime (see database.ts): ids and counters are int8 but stay far below 2^53;
+// dates stay 'YYYY-MM-DD' strings so no time zone can shift them.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+pg.types.setTypeParser(pg.types.builtins.DATE, (v) => v);
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+
+export type Db = Kysely<Database>;
+
+export interface DbHandle {
+  db: Db;
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+export interface DbOptions {
+  max?: number;
+  applicationName?: string;
+  /** Fail fast instead of hanging when Postgres is away. */
+  connectionTimeoutMillis?: number;
+  statementTimeoutMillis?: number;
+}
+
+export function createDb(connectionString: string, options: DbOptions = {}): DbHandle {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'bizdir',
+    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5_000,
+    ...(options.statementTimeoutMillis ? { statement_timeout: options.statementTimeoutMillis } : {}),
+  });
+  // A pool error (server restart) must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    pool,
+    // Kysely's destroy ends the pool it was given.
+    close: () => db.destroy(),
+  };
+}
+
+export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+export function createMigrator<T>(db: Kysely<T>): Migrator {
+  return new Migrator({
+    // Migrations see an untyped database: they are frozen and must not depend on today's types.
+    db: db as unknown as Kysely<unknown>,
+    provider: new FileMigrationProvider({ fs, path, migrationFolder: MIGRATIONS_DIR }),
+  });
+}
+
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+}
+
+/** Runs every pending migration; throws (after reporting each step) when one fails. */
+export async function migrateToLatest<T>(
+  db: Kysely<T>,
+  log: (line: string) => void = () => {},
+): Promise<MigrationResultSet> {
+  const result = await createMigrator(db).migrateToLatest();
+  for (const r of result.results ?? []) {
+    log(
+      `${r.status === 'Success' ? 'applied' : r.status === 'Error' ? 'FAILED ' : 'skipped'} ${r.migrationName}`,
+    );
+  }
+  if (result.error) {
+    const cause = result.error instanceof Error ? result.error.message : String(result.error);
+    throw new MigrationError(`Migration failed: ${cause}`);
+  }
+  return result;
+}
+
+/** Creates the database named in the URL when it does not exist yet (first run on a fresh server). */
+export async function ensureDatabase(connectionString: string): Promise<boolean> {
+  const url = new URL(connectionString);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!name) return false;
+  url.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    const found = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount) return false;
+    await client.query(`create database ${pg.escapeIdentifier(name)}`);
+    return true;
+  } catch (error) {
+    // Another process created it between our check and our create.
+    if ((error as { code?: string }).code === '42P04') return false;
+    throw error;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Domain names are the public identifiers of records (DECISIONS.md, Domains and identifiers).
+ * Stable:  Org <uid>.<cc>.<suffix>   Location <uid>.loc.<cc>.<suffix>   Address <uid>.a.<cc>.<suffix>
+ * Public:  Org <slug>.<suffix>       Location <slug>.loc.<suffix>
+ * Only the labels before the suffix are stored, so the suffix is configuration, not data.
+ */
+
+export const MAX_LABEL = 63;
+/** Room left in a label for a clash suffix such as `-123456`. */
+export const MAX_SLUG_BASE = MAX_LABEL - 7;
+
+const EXTRA_FOLDS: Record<string, string> = {
+  ß: 'ss',
+  æ: 'ae',
+  œ: 'oe',
+  ø: 'o',
+  ł: 'l',
+  đ: 'd',
+  ð: 'd',
+  þ: 'th',
+  ı: 'i',
+  ħ: 'h',
+};
+
+/** Folds accents and turns runs of anything but [a-z0-9] into `-`; at most MAX_SLUG_BASE characters. */
+export function slugify(text: string, fallback = 'org'): string {
+  const folded = text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .replace(/[ßæœøłđðþıħ]/g, (c) => EXTRA_FOLDS[c] ?? c);
+  const slug = folded
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, MAX_SLUG_BASE)
+    .replace(/-+$/, '');
+  return slug || fallback;
+}
+
+/** The n-th holder of a base gets `base` (n = 1), then `base-2`, `base-3`, ... */
+export function slugWithClash(base: string, n: number): string {
+  return n <= 1 ? base : `${base}-${n}`;
+}
+
+export type DomainRef =
+  | { kind: 'org'; uid: string; cc: string }
+  | { kind: 'org-public'; slug: string }
+  | { kind: 'location'; uid: string; cc: string }
+  | { kind: 'location-public'; slug: string }
+  | { kind: 'address'; uid: string; cc: string };
+
+const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const UID = /^[a-z0-9]{1,16}$/;
+const CC = /^[a-z]{2}$/;
+
+/**
+ * Reads a domain (any case) into what it names, or null when it does not end in the suffix or has
+ * no known shape. The shapes cannot be confused: public Org slugs are one label, stable Org domains two.
+ */
+export function parseDomain(domain: string, suffix: string): DomainRef | null {
+  const d = domain.trim().toLowerCase().replace(/\.$/, '');
+  const tail = `.${suffix.toLowerCase()}`;
+  if (!d.endsWith(tail)) return null;
+  const labels = d.slice(0, -tail.length).split('.');
+  if (labels.length === 0 || labels.some((l) => !LABEL.test(l))) return null;
+  const [a, b, c] = labels;
+  switch (labels.length) {
+    case 1:
+      return { kind: 'org-public', slug: a! };
+    case 2:
+      if (b === 'loc') return { kind: 'location-public', slug: a! };
+      return UID.test(a!) && CC.test(b!) ? { kind: 'org', uid: a!, cc: b! } : null;
+    case 3:
+      if (!UID.test(a!) || !CC.test(c!)) return null;
+      if (b === 'loc') return { kind: 'location', uid: a!, cc: c! };
+      if (b === 'a') return { kind: 'address', uid: a!, cc: c! };
+      return null;
+    default:
+      return null;
+  }
+}
+
+export const orgDomain = (uid: string, cc: string, suffix: string) => `${uid}.${cc}.${suffix}`;
+export const orgPublicDomain = (slug: string, suffix: string) => `${slug}.${suffix}`;
+export const locationDomain = (uid: string, cc: string, suffix: string) => `${uid}.loc.${cc}.${suffix}`;
+export const locationPublicDomain = (slug: string, suffix: string) => `${slug}.loc.${suffix}`;
+export const addressDomain = (uid: string, cc: string, suffix: string) => `${uid}.a.${cc}.${suffix}`;

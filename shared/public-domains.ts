@@ -1,0 +1,100 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database } from './database.js';
+import { slugWithClash } from './domains.js';
+
+export type SlugScope = 'org' | 'location';
+
+const TABLE = { org: 'org_public_domains', location: 'location_public_domains' } as const;
+const OWNER = { org: 'org_id', location: 'location_id' } as const;
+
+export interface SlugRequest {
+  /** The slugified name (see slugify). */
+  base: string;
+  /** Set for a record that exists already (a rename): a label it held before is given back. */
+  ownerId?: number;
+}
+
+/**
+ * Hands out public domain labels for a batch: `base`, then `base-2`, `base-3`, ... A label is never
+ * handed out twice, because old labels stay in the domains table as aliases. A transaction-level
+ * advisory lock serialises allocators of one scope, so two imports at once cannot pick the same label;
+ * it is held until the caller's transaction ends, which must also record the labels (recordSlugs).
+ */
+export async function allocateSlugs(
+  trx: Transaction<Database>,
+  scope: SlugScope,
+  requests: readonly SlugRequest[],
+): Promise<string[]> {
+  const out = new Array<string>(requests.length);
+  if (requests.length === 0) return out;
+  await sql`select pg_advisory_xact_lock(hashtext(${`bizdir:slugs:${scope}`}))`.execute(trx);
+
+  // A renamed record that once held a label for its new name gets that label back.
+  const owners = [...new Set(requests.flatMap((r) => (r.ownerId === undefined ? [] : [r.ownerId])))];
+  const pending: number[] = [];
+  if (owners.length > 0) {
+    const held = await sql<{ slug: string; owner: number }>`
+      select slug, ${sql.ref(OWNER[scope])} as owner from ${sql.table(TABLE[scope])}
+      where ${sql.ref(OWNER[scope])} = any(${owners}::bigint[])`.execute(trx);
+    const byOwner = new Map<number, string[]>();
+    for (const row of held.rows) byOwner.set(row.owner, [...(byOwner.get(row.owner) ?? []), row.slug]);
+    requests.forEach((r, i) => {
+      const mine = r.ownerId === undefined ? undefined : byOwner.get(r.ownerId);
+      const reuse = mine?.find((s) => s === r.base || new RegExp(`^${r.base}-\\d+$`).test(s));
+      if (reuse) out[i] = reuse;
+      else pending.push(i);
+    });
+  } else {
+    for (let i = 0; i < requests.length; i++) pending.push(i);
+  }
+
+  let todo = pending;
+  while (todo.length > 0) {
+    const counts = new Map<string, number>();
+    for (const i of todo) counts.set(requests[i]!.base, (counts.get(requests[i]!.base) ?? 0) + 1);
+    const bases = [...counts.keys()];
+    const reserved = await sql<{ base: string; last: number }>`
+      insert into public_slug_counters (scope, base, last)
+      select ${scope}, b.base, b.n from unnest(${bases}::text[], ${bases.map((b) => counts.get(b)!)}::int[]) as b(base, n)
+      on conflict (scope, base) do update set last = public_slug_counters.last + excluded.last
+      returning base, last`.execute(trx);
+    const next = new Map<string, number>();
+    for (const row of reserved.rows) next.set(row.base, row.last - counts.get(row.base)! + 1);
+    const candidates = todo.map((i) => {
+      const base = requests[i]!.base;
+      const n = next.get(base)!;
+      next.set(base, n + 1);
+      return slugWithClash(base, n);
+    });
+    // A clash-numbered label can equal another name's plain slug (`acme-2`): skip labels already held.
+    const taken = await sql<{ slug: string }>`
+      select slug from ${sql.table(TABLE[scope])} where slug = any(${candidates}::text[])`.execute(trx);
+    const takenSet = new Set(taken.rows.map((r) => r.slug));
+    for (const slug of out) if (slug !== undefined) takenSet.add(slug);
+    const retry: number[] = [];
+    todo.forEach((i, k) => {
+      const candidate = candidates[k]!;
+      if (takenSet.has(candidate)) retry.push(i);
+      else {
+        out[i] = candidate;
+        // Within one batch, `acme-2` asked for as a plain name and the second `acme` collide too.
+        takenSet.add(candidate);
+      }
+    });
+    todo = retry;
+  }
+  return out;
+}
+
+/** Records labels handed out by allocateSlugs (in the same transaction); existing ones are kept. */
+export async function recordSlugs(
+  trx: Transaction<Database>,
+  scope: SlugScope,
+  rows: readonly { slug: string; ownerId: number }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    insert into ${sql.table(TABLE[scope])} (slug, ${sql.ref(OWNER[scope])})
+    select * from unnest(${rows.map((r) => r.slug)}::text[], ${rows.map((r) => r.ownerId)}::bigint[])
+    on conflict (slug) do nothing`.execute(trx);
+}

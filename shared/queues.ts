@@ -1,0 +1,23 @@
+/**
+ * The typed job registry: one list of queue and job names and one union of payloads.
+ * Payloads carry ids only; Postgres holds the truth (the import_runs row, the Org rows).
+ * A worker refuses to start when a job name of its queue has no processor (jobs/registry.ts).
+ */
+export const QUEUES = {
+  import: ['import-feed'],
+  index: ['index-orgs'],
+} as const;
+
+export type QueueName = keyof typeof QUEUES;
+export type JobName<Q extends QueueName = QueueName> = (typeof QUEUES)[Q][number];
+
+export interface JobPayloads {
+  /** Runs one import_runs row (registrar or locations feed). */
+  'import-feed': { runId: number };
+  /** Brings the search index up to date with Orgs changed in Postgres. */
+  'index-orgs': { reason: string };
+}
+
+export type JobData<N extends JobName> = JobPayloads[N];
+
+export const QUEUE_NAMES = Object.keys(QUEUES) as QueueName[];

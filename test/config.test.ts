@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../shared/config.js';
+
+describe('configuration', () => {
+  it('applies the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      domainSuffix: 'bizdir.test',
+      host: '127.0.0.1',
+      port: 3000,
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      meiliUrl: undefined,
+      adminToken: undefined,
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reads every variable', () => {
+    const c = loadConfig({
+      DATABASE_URL: 'postgres://u@db:5432/x',
+      REDIS_URL: 'redis://r:6379',
+      MEILI_URL: 'http://m:7700',
+      MEILI_MASTER_KEY: 'k',
+      DOMAIN_SUFFIX: 'example.org',
+      HOST: '0.0.0.0',
+      PORT: '8080',
+      ADMIN_TOKEN: 'a-long-admin-token-123',
+    });
+    expect(c).toMatchObject({
+      databaseUrl: 'postgres://u@db:5432/x',
+      port: 8080,
+      domainSuffix: 'example.org',
+    });
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['REDIS_URL', 'http://x'],
+    ['MEILI_URL', 'ftp://x'],
+    ['DOMAIN_SUFFIX', 'Bizdir.TEST'],
+    ['DOMAIN_SUFFIX', 'bad_suffix.test'],
+    ['ADMIN_TOKEN', 'short'],
+    ['LOG_LEVEL', 'loud'],
+  ])('refuses %s=%s with one message naming it', (variable, value) => {
+    let caught: unknown;
+    try {
+      loadConfig({ [variable]: value });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).variable).toBe(variable);
+    expect((caught as ConfigError).message).toMatch(new RegExp(`^Invalid configuration: ${variable} `));
+  });
+});

@@ -1,0 +1,43 @@
+import { execFileSync } from 'node:child_process';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { databaseUrlFor, TEST_PG_ADMIN_URL, uniqueSuffix } from './env.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    templateDb: string;
+    testRunId: string;
+  }
+}
+
+/**
+ * Migrates once into a template database through the real `bizdir migrate`; each test file then
+ * clones it (test/support/db.ts), which takes milliseconds instead of a migration run per file.
+ */
+export default async function setup(project: TestProject) {
+  const runId = uniqueSuffix();
+  const templateDb = `bizdir_t_${runId}_tpl`;
+  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${templateDb}`);
+  await admin.end();
+  execFileSync(process.execPath, ['--import', 'tsx', 'bin/bizdir.ts', 'migrate'], {
+    env: { ...process.env, DATABASE_URL: databaseUrlFor(templateDb), LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  project.provide('templateDb', templateDb);
+  project.provide('testRunId', runId);
+
+  return async () => {
+    const client = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
+    await client.connect();
+    const { rows } = await client.query<{ datname: string }>(
+      'select datname from pg_database where datname like $1',
+      [`bizdir_t_${runId}_%`],
+    );
+    for (const { datname } of rows) {
+      await client.query(`drop database if exists ${pg.escapeIdentifier(datname)} with (force)`);
+    }
+    await client.end();
+  };
+}
