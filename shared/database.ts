@@ -195,3 +195,56 @@ export interface Database {
   import_runs: ImportRunsTable;
   import_rejects: ImportRejectsTable;
 }
+
+// API: accounts, plans, keys, the usage ledger and private contacts (migration 0002_api).
+
+export interface AccountsTable {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  name: string;
+  created_at: Generated<Timestamp>;
+}
+
+export interface SubscriptionsTable {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  account_id: number;
+  credits: number;
+  anchor_date: DateString;
+  created_at: Generated<Timestamp>;
+}
+
+export interface ApiKeysTable {
+  id: GeneratedAlways<number>;
+  account_id: number;
+  prefix: string;
+  hash: Buffer;
+  created_at: Generated<Timestamp>;
+  revoked_at: Timestamp | null;
+}
+
+export interface UsagePeriodsTable {
+  subscription_id: number;
+  period_start: Timestamp;
+  used: Generated<number>;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface ContactsTable {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  account_id: number;
+  email_key: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  data: Json<Record<string, string | boolean | null>>;
+  created_at: Generated<Timestamp>;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  subscriptions: SubscriptionsTable;
+  api_keys: ApiKeysTable;
+  usage_periods: UsagePeriodsTable;
+  contacts: ContactsTable;
+}
