@@ -1,4 +1,5 @@
 import { type Config, ConfigError, LOCAL_DEFAULTS, loadConfig } from '../shared/config.js';
+import { readRunning } from '../shared/services/running.js';
 
 /** Thrown by a command for a failure the user can act on: printed as one line, exit code 1. */
 export class CliError extends Error {
@@ -19,16 +20,24 @@ export function cliConfig(): Config {
   return cached;
 }
 
+// Where a URL is not configured: the embedded service of a running `bizdir start` on the same
+// DATA_DIR (it records them in <DATA_DIR>/services.json), else the fixed local default.
 export function databaseUrlOf(config: Config): string {
-  return config.databaseUrl ?? LOCAL_DEFAULTS.databaseUrl;
+  return config.databaseUrl ?? readRunning(config.dataDir)?.databaseUrl ?? LOCAL_DEFAULTS.databaseUrl;
 }
 
 export function redisUrlOf(config: Config): string {
-  return config.redisUrl ?? LOCAL_DEFAULTS.redisUrl;
+  return config.redisUrl ?? readRunning(config.dataDir)?.redisUrl ?? LOCAL_DEFAULTS.redisUrl;
 }
 
 export function meiliUrlOf(config: Config): string {
-  return config.meiliUrl ?? LOCAL_DEFAULTS.meiliUrl;
+  return config.meiliUrl ?? readRunning(config.dataDir)?.meiliUrl ?? LOCAL_DEFAULTS.meiliUrl;
+}
+
+/** The Meilisearch key: configured, else the one of a running `bizdir start`'s embedded Meilisearch. */
+export function meiliMasterKeyOf(config: Config): string | undefined {
+  if (config.meiliUrl) return config.meiliMasterKey;
+  return config.meiliMasterKey ?? readRunning(config.dataDir)?.meiliMasterKey;
 }
 
 /** Turns any error escaping a command into one clear line and an exit code; never a stack trace. */
