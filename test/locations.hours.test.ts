@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { parseDayHours, parseSpecialHours } from '../ingest/locations.hours.js';
+
+const open = (open_time: string, close_time: string) => ({ day: 1, open: true, open_time, close_time });
+const closed = { day: 1, open: false, open_time: '00:00', close_time: '00:00' };
+
+describe('weekday hours cells', () => {
+  const table: [string, unknown][] = [
+    ['', null],
+    ['   ', null],
+    ['08:30-17:30', [open('08:30', '17:30')]],
+    ['8:30-17:30', [open('08:30', '17:30')]],
+    [' 09:00 - 17:00 ', [open('09:00', '17:00')]],
+    ['09:00–17:00', [open('09:00', '17:00')]],
+    ['x', [closed]],
+    ['X', [closed]],
+    [' x ', [closed]],
+    ['09:00-12:00, 13:00-17:00', [open('09:00', '12:00'), open('13:00', '17:00')]],
+    // split hours come out in time order whatever order the cell uses
+    ['13:00-17:00,09:00-12:00', [open('09:00', '12:00'), open('13:00', '17:00')]],
+    ['09:00-12:00; 13:00-17:00', [open('09:00', '12:00'), open('13:00', '17:00')]],
+    ['00:00-24:00', [open('00:00', '24:00')]],
+    ['00:00-00:00', [open('00:00', '24:00')]],
+    ['12:00 AM-12:00 AM', [open('00:00', '24:00')]],
+    ['18:00-02:00', [open('18:00', '02:00')]],
+    ['18:00-00:00', [open('18:00', '00:00')]],
+    ['18:00-24:00', [open('18:00', '24:00')]],
+    ['10:00 AM-04:00 PM', [open('10:00', '16:00')]],
+    ['06:00am-11:00pm', [open('06:00', '23:00')]],
+    ['6am-11pm', [open('06:00', '23:00')]],
+    ['12:30 PM-1:15 AM', [open('12:30', '01:15')]],
+    ['8:00 a.m.-5:00 p.m.', [open('08:00', '17:00')]],
+    ['11:00 AM - 2:00 PM, 5:00 PM - 10:00 PM', [open('11:00', '14:00'), open('17:00', '22:00')]],
+    ['11:00-14:00, 18:00-01:00', [open('11:00', '14:00'), open('18:00', '01:00')]],
+  ];
+  it.each(table)('%j', (cell, expected) => {
+    expect(parseDayHours(cell, 1)).toEqual({ ok: true, value: expected });
+  });
+
+  it('gives every entry the weekday it was read for', () => {
+    expect(parseDayHours('x', 0)).toEqual({ ok: true, value: [{ ...closed, day: 0 }] });
+    expect(parseDayHours('09:00-10:00', 6)).toEqual({
+      ok: true,
+      value: [{ ...open('09:00', '10:00'), day: 6 }],
+    });
+  });
+
+  const refused: [string, RegExp][] = [
+    ['closed', /not a range/],
+    ['9-5', /not a time/],
+    ['0900-1700', /not a time/],
+    ['25:00-26:00', /not a time of day/],
+    ['09:60-17:00', /not a time of day/],
+    ['24:30-02:00', /not a time of day/],
+    ['24:00-02:00', /opens at 24:00/],
+    ['13:00 PM-14:00 PM', /not a 12-hour time/],
+    ['09:00', /not a range/],
+    ['09:00-17:00-18:00', /not a time/],
+    ['09:00-', /not a range/],
+    ['x, 09:00-12:00', /cannot be combined/],
+    ['09:00-13:00, 12:00-17:00', /overlap/],
+    ['18:00-02:00, 20:00-23:00', /overlap/],
+    ['10:00 AM-16:00', /mixes 12-hour and 24-hour/],
+    ['09:00-09:00', /same time/],
+    ['open 24 hours', /not a/],
+  ];
+  it.each(refused)('refuses %j', (cell, reason) => {
+    const result = parseDayHours(cell, 1);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.reason).toMatch(reason);
+  });
+});
+
+describe('special hours cells', () => {
+  const on = (date: string, open_time: string, close_time: string) => ({
+    date,
+    open: true,
+    open_time,
+    close_time,
+  });
+  const shut = (date: string) => ({ date, open: false, open_time: '00:00', close_time: '00:00' });
+
+  const table: [string, unknown][] = [
+    ['', null],
+    ['2026-12-24: 09:00-14:00', [on('2026-12-24', '09:00', '14:00')]],
+    ['2026-12-25: x', [shut('2026-12-25')]],
+    ['2026-12-25: X', [shut('2026-12-25')]],
+    [
+      '2026-12-24: 08:30-13:00, 2026-12-25: x, 2026-12-26: x',
+      [on('2026-12-24', '08:30', '13:00'), shut('2026-12-25'), shut('2026-12-26')],
+    ],
+    // a bare range after an entry is a second range on that entry's date
+    [
+      '2026-12-24: 09:00-12:00, 13:00-15:00, 2026-12-31: 10:00-16:00',
+      [
+        on('2026-12-24', '09:00', '12:00'),
+        on('2026-12-24', '13:00', '15:00'),
+        on('2026-12-31', '10:00', '16:00'),
+      ],
+    ],
+    // by date, then time, whatever order the cell uses
+    ['2027-01-01: x, 2026-12-31:10:00 AM-2:00 PM', [on('2026-12-31', '10:00', '14:00'), shut('2027-01-01')]],
+    ['2026-12-31: 20:00-02:00', [on('2026-12-31', '20:00', '02:00')]],
+    ['2026-12-31: 00:00-24:00', [on('2026-12-31', '00:00', '24:00')]],
+    ['2028-02-29: x', [shut('2028-02-29')]],
+  ];
+  it.each(table)('%j', (cell, expected) => {
+    expect(parseSpecialHours(cell)).toEqual({ ok: true, value: expected });
+  });
+
+  const refused: [string, RegExp][] = [
+    ['2026-02-30: x', /2026-02-30 is not a real date/],
+    ['2027-02-29: x', /not a real date/],
+    ['2026-13-01: x', /not a real date/],
+    ['2026-12-00: 09:00-12:00', /not a real date/],
+    ['09:00-12:00', /not an entry/],
+    ['24/12/2026: x', /not an entry/],
+    ['2026-12-24 09:00-12:00', /not an entry/],
+    ['2026-12-24: closed', /not a range/],
+    ['2026-12-24:', /not a range/],
+    ['2026-12-25: x, 10:00-12:00', /cannot be combined/],
+    ['2026-12-24: 09:00-25:00', /not a time of day/],
+  ];
+  it.each(refused)('refuses %j', (cell, reason) => {
+    const result = parseSpecialHours(cell);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.reason).toMatch(reason);
+  });
+});
