@@ -1,0 +1,137 @@
+/**
+ * What an Org looks like in the search index, and how a name becomes searchable text.
+ *
+ * Exact substring search at word-index speed: every suffix of the case-folded name is stored as a
+ * value of the filterable array `s`, so "q is a substring of the name" becomes "some suffix starts
+ * with q", which Meilisearch answers with `s STARTS WITH "<q>"` as a range over its sorted facet
+ * values (a few bitmap unions), instead of CONTAINS, which scans every value. The answer set is
+ * exact, so `total` is exact and no result needs re-checking.
+ *
+ * Meilisearch lower-cases and trims facet values but does not fold accents (so `widget` never
+ * matches `widgét`, as the semantics want). Trimming would turn the suffix " ltd" into "ltd" and
+ * let `q=" ltd"` match "acmeltd", so whitespace and the filter syntax's quote characters are
+ * written as escapes. The escapes form a prefix code (no code word is the start of another), so
+ * "encoded q is a prefix of an encoded suffix" holds exactly when "q is a prefix of the suffix".
+ */
+
+/** Case folding used for matching: canonical composition, then Unicode lower case. Accents stay. */
+export function foldName(text: string): string {
+  return text.normalize('NFC').toLowerCase();
+}
+
+const ESCAPE = '^';
+
+function encodeChar(c: string): string {
+  if (c === ' ') return '^s';
+  if (c === ESCAPE) return '^^';
+  // Whitespace (trimmed by Meilisearch), control characters and the filter syntax's quotes and
+  // backslash: written as ^x<hex>; so they survive normalisation and never need filter escaping.
+  if (/[\s\p{Cc}"'\\]/u.test(c)) return `^x${c.codePointAt(0)!.toString(16)};`;
+  return c;
+}
+
+/** Encodes already-folded text, one code word per character. */
+export function encodeFolded(folded: string): string {
+  let out = '';
+  for (const c of folded) out += encodeChar(c);
+  return out;
+}
+
+/**
+ * Meilisearch keeps facet values up to about 480 bytes; a longer suffix is cut at this many bytes.
+ * A query whose encoding is longer than this could then never match; `searchableQuery` reports it.
+ */
+export const MAX_SUFFIX_BYTES = 400;
+
+function truncateBytes(s: string, max: number): string {
+  if (Buffer.byteLength(s) <= max) return s;
+  let out = '';
+  let bytes = 0;
+  for (const c of s) {
+    const n = Buffer.byteLength(c);
+    if (bytes + n > max) break;
+    out += c;
+    bytes += n;
+  }
+  return out;
+}
+
+const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+export interface NameKeys {
+  /** The folded name, used as the sort key for `sort=name`. */
+  sortName: string;
+  /** The whole encoded name (equality and prefix tiers of `sort=relevance`). */
+  full: string;
+  /** Encoded suffixes starting at a word start other than the first character (relevance tier). */
+  wordStarts: string[];
+  /** Every encoded suffix, the whole name included, de-duplicated. */
+  suffixes: string[];
+}
+
+export function nameKeys(name: string): NameKeys {
+  const chars = [...foldName(name)];
+  const codes = chars.map(encodeChar);
+  const suffixes = new Set<string>();
+  const wordStarts = new Set<string>();
+  // Build suffixes from the end so each is one concatenation onto the previous one.
+  let tail = '';
+  for (let i = codes.length - 1; i >= 0; i--) {
+    tail = codes[i]! + tail;
+    const value = truncateBytes(tail, MAX_SUFFIX_BYTES);
+    suffixes.add(value);
+    if (i > 0 && WORD_CHAR.test(chars[i]!) && !WORD_CHAR.test(chars[i - 1]!)) wordStarts.add(value);
+  }
+  const sortName = chars.join('');
+  return {
+    sortName,
+    full: truncateBytes(tail, MAX_SUFFIX_BYTES),
+    wordStarts: [...wordStarts],
+    suffixes: [...suffixes],
+  };
+}
+
+/** One Org in the index. Short field names keep the payload and the facet databases small. */
+export interface OrgDocument {
+  /** orgs.id */
+  id: number;
+  /** Stable domain id (orgs.uid): the tie-break of every sort. */
+  d: string;
+  /** Folded name: sort key. */
+  n: string;
+  /** orgs.updated in epoch milliseconds: sort key. */
+  u: number;
+  /** orgs.version_number: `reindex --verify` compares it to find stale entries. */
+  v: number;
+  p: string;
+  w: string[];
+  s: string[];
+}
+
+export interface OrgRowForIndex {
+  id: number;
+  uid: string;
+  name: string;
+  updated: Date;
+  version_number: number;
+}
+
+export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
+  const keys = nameKeys(row.name);
+  return {
+    id: row.id,
+    d: row.uid,
+    n: keys.sortName,
+    u: row.updated.getTime(),
+    v: row.version_number,
+    p: keys.full,
+    w: keys.wordStarts,
+    s: keys.suffixes,
+  };
+}
+
+/** The encoded form of a search term, or null when it is longer than any indexed suffix can be. */
+export function encodeQuery(q: string): string | null {
+  const encoded = encodeFolded(foldName(q));
+  return Buffer.byteLength(encoded) > MAX_SUFFIX_BYTES ? null : encoded;
+}
