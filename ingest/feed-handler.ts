@@ -1,0 +1,93 @@
+import type { Transaction } from 'kysely';
+import type { Database, ImportFeed, ImportOptionsJson } from '../shared/database.js';
+import type { NewIssue } from './import-issues.repository.js';
+
+/**
+ * What a feed plugs into the generic import machinery (run-import.ts). The machinery reads the
+ * source, cuts CSV records, checks column counts, stores rejects and warnings, keeps counters and the
+ * checkpoint, holds the run lock and calls the handler for everything feed-specific:
+ *
+ *   parseOptions   CLI/job options -> the run's options (throws ImportOptionsError for a bad one)
+ *   lockKey        runs with the same key never overlap (an advisory lock held for the whole run)
+ *   prepare        the trimmed header -> a PreparedFeed; throws FeedFormatError when the file is not
+ *                  this feed's format (the run then fails before any record is touched)
+ *   normalize      pure: one record's fields -> a record or a reject, plus warnings
+ *   loadBatch      writes one batch inside the caller's transaction (which also moves the checkpoint);
+ *                  must be set-based (no query per row) and must not write unchanged records
+ *   finish         once, after the last batch, inside the transaction that marks the run succeeded
+ *                  (e.g. `--full`: mark what the file did not contain)
+ *
+ * Resume contract: a retried run skips the records before its checkpoint, so loadBatch sees every
+ * record exactly once across attempts; it gets the run id to tell its own earlier writes apart.
+ */
+export interface FeedHandler<R = unknown> {
+  readonly feed: ImportFeed;
+  parseOptions(raw: RawImportOptions): ImportOptionsJson;
+  lockKey(options: ImportOptionsJson): string;
+  prepare(header: readonly string[], options: ImportOptionsJson): PreparedFeed<R>;
+}
+
+/** Options as given on the command line or by a schedule. */
+export interface RawImportOptions {
+  country?: string | undefined;
+  org?: string | undefined;
+  full?: boolean | undefined;
+}
+
+export interface PreparedFeed<R> {
+  normalize(fields: readonly string[], line: number): NormalizedRow<R>;
+  loadBatch(
+    trx: Transaction<Database>,
+    rows: readonly BatchRow<R>[],
+    ctx: BatchContext,
+  ): Promise<BatchOutcome>;
+  finish(trx: Transaction<Database>, ctx: FinishContext): Promise<FinishOutcome>;
+}
+
+export interface RowIssue {
+  column: string | null;
+  reason: string;
+}
+
+export type NormalizedRow<R> =
+  | { ok: true; record: R; warnings: RowIssue[] }
+  | { ok: false; reject: RowIssue; warnings: RowIssue[] };
+
+export interface BatchRow<R> {
+  line: number;
+  raw: string;
+  record: R;
+}
+
+export interface BatchContext {
+  runId: number;
+  options: ImportOptionsJson;
+}
+
+export interface FinishContext extends BatchContext {
+  /** Rows that normalized to a record over the whole run (all attempts). */
+  acceptedRows: number;
+}
+
+export interface BatchOutcome {
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  /** Rows whose key an earlier row of the same file already had (the later row wins). */
+  duplicates: number;
+  /** Orgs whose committed content changed (for search indexing). */
+  changedOrgIds: number[];
+  /** Rows the loader itself refused or warned about (e.g. an unknown Org), stored like the others. */
+  issues?: NewIssue[];
+}
+
+export interface FinishOutcome {
+  /** Records closed or marked as gone by a `--full` run. */
+  closed: number;
+  changedOrgIds: number[];
+}
+
+/** A bad option value; the CLI prints it and enqueues nothing. */
+export class ImportOptionsError extends Error {
+  override name = 'ImportOptionsError';
+}

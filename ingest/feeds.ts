@@ -1,0 +1,17 @@
+import type { ImportFeed } from '../shared/database.js';
+import type { FeedHandler } from './feed-handler.js';
+import { registrarFeed } from './registrar.feed.js';
+
+/**
+ * Feed name -> handler. The location feed (ingest/locations*) adds `locations: locationsFeed` here;
+ * the CLI (`bizdir import <feed>`) and the worker pick it up from this table alone.
+ */
+export const FEEDS: Partial<Record<ImportFeed, FeedHandler>> = {
+  registrar: registrarFeed,
+};
+
+export function feedHandler(feed: string): FeedHandler | undefined {
+  return Object.hasOwn(FEEDS, feed) ? FEEDS[feed as ImportFeed] : undefined;
+}
+
+export const feedNames = (): string[] => Object.keys(FEEDS);

@@ -1,0 +1,251 @@
+import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough, Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { createGunzip } from 'node:zlib';
+import yauzl from 'yauzl';
+
+/**
+ * Opens a feed source (local path or http(s) URL; plain CSV, `.gz` or `.zip` holding one CSV) as one
+ * stream of CSV bytes. Everything streams: memory does not grow with the file. The one exception is
+ * a zip behind a URL: a zip's directory sits at its end, so it is downloaded to a temporary file
+ * first (removed by close()).
+ */
+export interface FeedSource {
+  /** Decompressed CSV bytes. */
+  readonly stream: Readable;
+  /** What the user gave, for messages. */
+  readonly location: string;
+  /** Bytes of the source consumed so far (compressed bytes for .gz; the CSV entry's bytes for .zip). */
+  bytesRead(): number;
+  /** Total of bytesRead at the end, when known (file size, Content-Length, zip entry size). */
+  readonly bytesTotal: number | null;
+  /** Releases the stream and any temporary file. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * A source that cannot be read. `permanent` errors (no such file, HTTP 404, a zip without exactly one
+ * CSV) will not go away on retry; the others (network, HTTP 5xx) may.
+ */
+export class SourceError extends Error {
+  override name = 'SourceError';
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+  ) {
+    super(message);
+  }
+}
+
+type Kind = 'csv' | 'gz' | 'zip';
+
+export const isUrl = (location: string) => /^https?:\/\//i.test(location);
+
+function kindFromName(name: string): Kind {
+  const lower = name.toLowerCase();
+  if (lower.endsWith('.zip')) return 'zip';
+  if (lower.endsWith('.gz') || lower.endsWith('.gzip')) return 'gz';
+  return 'csv';
+}
+
+/** Magic bytes win over the file name: a `.csv` that is really gzip must still import. */
+async function sniffLocal(file: string): Promise<Kind | null> {
+  const handle = await fs.open(file, 'r');
+  try {
+    const buf = Buffer.alloc(4);
+    const { bytesRead } = await handle.read(buf, 0, 4, 0);
+    if (bytesRead >= 2 && buf[0] === 0x1f && buf[1] === 0x8b) return 'gz';
+    if (bytesRead >= 4 && buf.readUInt32LE(0) === 0x04034b50) return 'zip';
+    return null;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Counts the bytes flowing through, for progress. */
+function counter(): { stream: Transform; count: () => number } {
+  let n = 0;
+  const stream = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      n += chunk.length;
+      done(null, chunk);
+    },
+  });
+  return { stream, count: () => n };
+}
+
+/** Checks a local source exists and is a file; the CLI refuses a missing file before enqueueing. */
+export async function assertLocalSourceReadable(file: string): Promise<void> {
+  let stat: Awaited<ReturnType<typeof fs.stat>>;
+  try {
+    stat = await fs.stat(file);
+  } catch {
+    throw new SourceError(`file not found: ${file}`, true);
+  }
+  if (!stat.isFile()) throw new SourceError(`not a file: ${file}`, true);
+  try {
+    await fs.access(file, fs.constants.R_OK);
+  } catch {
+    throw new SourceError(`file is not readable: ${file}`, true);
+  }
+}
+
+export async function openSource(location: string, options: { tmpDir?: string } = {}): Promise<FeedSource> {
+  if (isUrl(location)) return openUrl(location, options.tmpDir ?? os.tmpdir());
+  return openLocal(location, null);
+}
+
+async function openLocal(file: string, tmpToRemove: string | null): Promise<FeedSource> {
+  await assertLocalSourceReadable(file);
+  const kind = (await sniffLocal(file)) ?? kindFromName(file);
+  const removeTmp = async () => {
+    if (tmpToRemove) await fs.rm(tmpToRemove, { force: true });
+  };
+  if (kind === 'zip') return openZip(file, removeTmp);
+  const { size } = await fs.stat(file);
+  const raw = createReadStream(file, { highWaterMark: 256 * 1024 });
+  return wrap(file, raw, size, kind === 'gz', removeTmp);
+}
+
+/** Chains raw -> counter -> (gunzip) and forwards errors so the consumer sees one stream. */
+function wrap(
+  location: string,
+  raw: Readable,
+  total: number | null,
+  gunzip: boolean,
+  cleanup: () => Promise<void>,
+): FeedSource {
+  const count = counter();
+  const out = new PassThrough({ highWaterMark: 256 * 1024 });
+  // pipeline forwards back-pressure; a failure of any stage is raised on `out`.
+  const piped = gunzip ? pipeline(raw, count.stream, createGunzip(), out) : pipeline(raw, count.stream, out);
+  piped.catch((error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    const wrapped =
+      (error as { code?: string }).code === 'Z_DATA_ERROR' || /unexpected end of file/i.test(message)
+        ? new SourceError(`${location}: corrupt gzip data (${message})`, true)
+        : error;
+    if (!out.destroyed) out.destroy(wrapped as Error);
+  });
+  let closed = false;
+  return {
+    stream: out,
+    location,
+    bytesRead: count.count,
+    bytesTotal: total,
+    async close() {
+      if (closed) return;
+      closed = true;
+      raw.destroy();
+      out.destroy();
+      await cleanup();
+    },
+  };
+}
+
+function openZipFile(file: string): Promise<yauzl.ZipFile> {
+  return new Promise((resolve, reject) => {
+    yauzl.open(file, { lazyEntries: true, autoClose: false }, (err, zip) => {
+      if (err || !zip) reject(new SourceError(`${file}: not a readable zip file (${err?.message})`, true));
+      else resolve(zip);
+    });
+  });
+}
+
+/** Lists the CSV entries of a zip, ignoring folders and macOS resource forks. */
+function csvEntries(zip: yauzl.ZipFile): Promise<yauzl.Entry[]> {
+  return new Promise((resolve, reject) => {
+    const found: yauzl.Entry[] = [];
+    zip.on('entry', (entry: yauzl.Entry) => {
+      const name = entry.fileName;
+      if (!name.endsWith('/') && !name.startsWith('__MACOSX/') && /\.csv$/i.test(name)) found.push(entry);
+      zip.readEntry();
+    });
+    zip.once('end', () => resolve(found));
+    zip.once('error', (e: Error) => reject(new SourceError(`corrupt zip file (${e.message})`, true)));
+    zip.readEntry();
+  });
+}
+
+async function openZip(file: string, cleanup: () => Promise<void>): Promise<FeedSource> {
+  let zip: yauzl.ZipFile | undefined;
+  try {
+    zip = await openZipFile(file);
+    const entries = await csvEntries(zip);
+    if (entries.length !== 1) {
+      const names = entries.map((e) => e.fileName).join(', ');
+      throw new SourceError(
+        entries.length === 0
+          ? `${file}: the zip holds no CSV file`
+          : `${file}: the zip holds ${entries.length} CSV files (${names}); expected exactly one`,
+        true,
+      );
+    }
+    const entry = entries[0]!;
+    const opened = zip;
+    const raw = await new Promise<Readable>((resolve, reject) => {
+      opened.openReadStream(entry, (err, stream) => {
+        if (err || !stream)
+          reject(new SourceError(`${file}: cannot read ${entry.fileName} (${err?.message})`, true));
+        else resolve(stream);
+      });
+    });
+    return wrap(`${file}:${entry.fileName}`, raw, entry.uncompressedSize, false, async () => {
+      opened.close();
+      await cleanup();
+    });
+  } catch (error) {
+    zip?.close();
+    await cleanup();
+    throw error;
+  }
+}
+
+async function fetchOk(url: string): Promise<Response> {
+  let response: Response;
+  try {
+    response = await fetch(url, { redirect: 'follow' });
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+    throw new SourceError(`cannot download ${url}: ${cause}`, false);
+  }
+  if (!response.ok || !response.body) {
+    await response.body?.cancel();
+    // 4xx will not heal by retrying (except 408/429); 5xx might.
+    const permanent =
+      response.status >= 400 && response.status < 500 && ![408, 429].includes(response.status);
+    throw new SourceError(
+      `cannot download ${url}: HTTP ${response.status} ${response.statusText}`,
+      permanent,
+    );
+  }
+  return response;
+}
+
+async function openUrl(url: string, tmpDir: string): Promise<FeedSource> {
+  const response = await fetchOk(url);
+  const length = Number(response.headers.get('content-length'));
+  const total = Number.isFinite(length) && length > 0 ? length : null;
+  const type = response.headers.get('content-type') ?? '';
+  const name = new URL(url).pathname;
+  const kind = /zip/i.test(type)
+    ? 'zip'
+    : /gzip/i.test(type) && kindFromName(name) !== 'zip'
+      ? 'gz'
+      : kindFromName(name);
+  const body = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
+  if (kind !== 'zip') return wrap(url, body, total, kind === 'gz', async () => {});
+
+  await fs.mkdir(tmpDir, { recursive: true });
+  const tmp = path.join(tmpDir, `bizdir-feed-${process.pid}-${Date.now().toString(36)}.zip`);
+  try {
+    await pipeline(body, createWriteStream(tmp));
+  } catch (error) {
+    await fs.rm(tmp, { force: true });
+    throw new SourceError(`cannot download ${url}: ${(error as Error).message}`, false);
+  }
+  return openLocal(tmp, tmp);
+}

@@ -1,0 +1,35 @@
+import path from 'node:path';
+import type { RawImportOptions } from '../../ingest/feed-handler.js';
+import { feedHandler } from '../../ingest/feeds.js';
+import { createRun, type ImportRun } from '../../ingest/import-runs.repository.js';
+import { type RunImportDeps, runImport } from '../../ingest/run-import.js';
+import type { ImportFeed } from '../../shared/database.js';
+import type { Db } from '../../shared/db.js';
+
+export interface ImportFeedOptions extends RawImportOptions {
+  batchSize?: number;
+  onBatchCommitted?: RunImportDeps['onBatchCommitted'];
+}
+
+/**
+ * Loads a feed file (or URL) the way the worker does, without a queue: creates the import run and
+ * runs it to the end. Throws ImportFailedError when the run fails (the run row says why).
+ *
+ *   const run = await importFeed(t.db, 'registrar', 'test/fixtures/registrar-small.csv');
+ */
+export async function importFeed(
+  db: Db,
+  feed: ImportFeed,
+  source: string,
+  options: ImportFeedOptions = {},
+): Promise<ImportRun> {
+  const handler = feedHandler(feed);
+  if (!handler) throw new Error(`feed ${feed} is not registered in ingest/feeds.ts`);
+  const { batchSize, onBatchCommitted, ...raw } = options;
+  const location = /^https?:\/\//i.test(source) ? source : path.resolve(source);
+  const run = await createRun(db, { feed, source: location, options: handler.parseOptions(raw) });
+  return runImport(
+    { db, ...(batchSize ? { batchSize } : {}), ...(onBatchCommitted ? { onBatchCommitted } : {}) },
+    run.id,
+  );
+}
