@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { reportCliError } from './cli-context.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerSchedule } from './commands/schedule.js';
 
 const program = new Command('bizdir')
   .description('bizdir: business-directory data service')
@@ -10,6 +11,7 @@ const program = new Command('bizdir')
 
 // One line per command module; each module owns its sub-commands.
 registerMigrate(program);
+registerSchedule(program);
 
 try {
   await program.parseAsync(process.argv);

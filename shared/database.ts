@@ -248,3 +248,27 @@ export interface Database {
   usage_periods: UsagePeriodsTable;
   contacts: ContactsTable;
 }
+
+// Operations: recurring imports (migration 0005_schedules).
+
+export interface ImportSchedulesTable {
+  name: string;
+  feed: ImportFeed;
+  source: string;
+  cron: string;
+  tz: Generated<string>;
+  // jsonb: read as the parsed object, written as its JSON text (optional, the column has a default).
+  options: ColumnType<ImportOptionsJson, string | undefined, string>;
+  created_at: Generated<Timestamp>;
+  updated_at: Generated<Timestamp>;
+}
+
+/** Columns 0005_schedules adds to import_runs (declaration merging keeps the original block untouched). */
+export interface ImportRunsTable {
+  source_fingerprint: string | null;
+  scheduled_for: Timestamp | null;
+}
+
+export interface Database {
+  import_schedules: ImportSchedulesTable;
+}
