@@ -1,5 +1,6 @@
 import type { ImportFeed } from '../shared/database.js';
 import type { FeedHandler } from './feed-handler.js';
+import { locationsFeed } from './locations.feed.js';
 import { registrarFeed } from './registrar.feed.js';
 
 /**
@@ -8,6 +9,7 @@ import { registrarFeed } from './registrar.feed.js';
  */
 export const FEEDS: Partial<Record<ImportFeed, FeedHandler>> = {
   registrar: registrarFeed,
+  locations: locationsFeed,
 };
 
 export function feedHandler(feed: string): FeedHandler | undefined {

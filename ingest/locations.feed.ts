@@ -1,0 +1,67 @@
+import { loadConfig } from '../shared/config.js';
+import type { ImportOptionsJson } from '../shared/database.js';
+import { ISO_CODES } from './countries.js';
+import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
+import { matchLocationHeaders } from './locations.headers.js';
+import { type LocationRecord, LocationsLoader } from './locations.loader.js';
+import { normalizeLocationRow } from './locations.normalize.js';
+
+/** The location feed: business-profile bulk-upload sheets (FEEDS.md section 2). */
+export const locationsFeed: FeedHandler<LocationRecord> = {
+  feed: 'locations',
+
+  parseOptions(raw) {
+    const options: ImportOptionsJson = { full: raw.full === true };
+    const org = raw.org?.trim();
+    if (raw.org !== undefined) {
+      if (!org) throw new ImportOptionsError('--org needs an Org domain or a company number');
+      options.org = org;
+    }
+    // `--country` names the register that `Company number` cells (and a number given to --org) refer to.
+    if (raw.country !== undefined) {
+      const country = raw.country.trim().toUpperCase();
+      if (!ISO_CODES.has(country)) {
+        throw new ImportOptionsError(`--country must be an ISO 3166 code such as GB, not "${raw.country}"`);
+      }
+      options.country = country;
+    }
+    return options;
+  },
+
+  // Location imports run one at a time: two sheets of one business would race on its store codes,
+  // and each settles the Org's default Location at its end.
+  lockKey: () => 'locations',
+
+  prepare(header, options): PreparedFeed<LocationRecord> {
+    const columns = matchLocationHeaders(header);
+    let loader: LocationsLoader | undefined;
+    const loaderFor = (runId: number) => {
+      loader ??= new LocationsLoader(columns, {
+        runId,
+        full: options.full === true,
+        org: options.org,
+        domainSuffix: loadConfig().domainSuffix,
+        registrationCountry: options.country ?? 'GB',
+      });
+      return loader;
+    };
+    return {
+      normalize(fields) {
+        const result = normalizeLocationRow(fields, columns);
+        if (result.ok)
+          return { ok: true, record: { kind: 'row', row: result.row }, warnings: result.warnings };
+        // A refused row that still names its Location goes on to the loader (see LocationRecord).
+        if (result.key) {
+          return {
+            ok: true,
+            record: { kind: 'refused', issue: result.issue, code: result.key.code, org: result.key.org },
+            warnings: [],
+          };
+        }
+        return { ok: false, reject: result.issue, warnings: [] };
+      },
+      loadBatch: (trx, rows, ctx) => loaderFor(ctx.runId).loadBatch(trx, rows),
+      finish: (trx, ctx) => loaderFor(ctx.runId).finish(trx),
+    };
+  },
+};

@@ -1,0 +1,206 @@
+import { createHash } from 'node:crypto';
+import type { HoursEntryJson, HoursJson, LinksJson, PhonesJson } from '../shared/database.js';
+import type { LocationColumns, LocationField } from './locations.headers.js';
+import type { AddressPatch, LocationPatch } from './locations.normalize.js';
+
+/**
+ * A Location patch merged with what is stored, in one canonical shape, and its content hash. The
+ * hash decides "changed or not": it is computed from fresh objects with a fixed key order, so a
+ * value read back from jsonb (which reorders keys) hashes the same as the one that was written.
+ */
+
+const PHONE_KEYS = ['default', 'alt', 'local', 'fax', 'mobile', 'free', 'tty'] as const;
+const LINK_KEYS = [
+  'socialnet_url',
+  'photoshare_url',
+  'professionalnet_url',
+  'shortvideo_url',
+  'microblog_url',
+  'website_url',
+  'videosite_url',
+] as const;
+
+export type Phones = Record<(typeof PHONE_KEYS)[number], string | null>;
+export type Links = Record<(typeof LINK_KEYS)[number], string | null>;
+export interface Hours {
+  normal: HoursEntryJson[] | null;
+  special: HoursEntryJson[] | null;
+  message: string | null;
+  special_message: string | null;
+}
+
+export interface LocationContent {
+  name: string;
+  description: string | null;
+  phones: Phones;
+  hours: Hours;
+  links: Links;
+  year_established: number | null;
+  latitude: number | null;
+  longitude: number | null;
+  primary_category: string | null;
+  categories: string[] | null;
+  labels: string[] | null;
+  logo_url: string | null;
+}
+
+export interface AddressContent {
+  line1: string | null;
+  line2: string | null;
+  line3: string | null;
+  city: string | null;
+  sublocality: string | null;
+  state: string | null;
+  state_code: string | null;
+  zip: string | null;
+  country_code: string;
+}
+
+/** Stored values, as far as they were read (only columns the sheet does not fully cover are read). */
+export interface StoredLocation {
+  description?: string | null;
+  phones?: PhonesJson;
+  hours?: HoursJson;
+  links?: LinksJson;
+  year_established?: number | null;
+  latitude?: number | null;
+  longitude?: number | null;
+  primary_category?: string | null;
+  categories?: string[] | null;
+  labels?: string[] | null;
+  logo_url?: string | null;
+}
+export type StoredAddress = Partial<Omit<AddressContent, 'country_code'>>;
+
+/** Which stored columns a sheet leaves partly or wholly to the stored value (partial sheets). */
+const COLUMN_SOURCES = {
+  description: ['description'],
+  phones: ['primaryPhone', 'additionalPhones'],
+  hours: [
+    'sundayHours',
+    'mondayHours',
+    'tuesdayHours',
+    'wednesdayHours',
+    'thursdayHours',
+    'fridayHours',
+    'saturdayHours',
+    'specialHours',
+  ],
+  links: [
+    'website',
+    'socialnetUrl',
+    'photoshareUrl',
+    'professionalnetUrl',
+    'shortvideoUrl',
+    'microblogUrl',
+    'videositeUrl',
+  ],
+  year_established: ['openingDate'],
+  latitude: ['latitude'],
+  longitude: ['longitude'],
+  primary_category: ['primaryCategory'],
+  categories: ['additionalCategories'],
+  labels: ['labels'],
+  logo_url: ['logoPhoto'],
+} as const satisfies Record<keyof StoredLocation, readonly LocationField[]>;
+
+const ADDRESS_SOURCES = {
+  line2: ['addressLine2'],
+  line3: ['addressLine3', 'addressLine4', 'addressLine5'],
+  city: ['locality'],
+  sublocality: ['subLocality'],
+  state: ['administrativeArea'],
+  state_code: ['administrativeArea'],
+  zip: ['postalCode'],
+} as const satisfies Record<Exclude<keyof StoredAddress, 'line1'>, readonly LocationField[]>;
+
+const missingAny = (columns: LocationColumns, fields: readonly LocationField[]) =>
+  fields.some((f) => columns.index[f] === undefined);
+
+/** The stored columns that must be read to merge rows of this sheet. */
+export function columnsToRead(columns: LocationColumns): {
+  location: (keyof StoredLocation)[];
+  address: (keyof StoredAddress)[];
+} {
+  const pick = <K extends string>(sources: Record<K, readonly LocationField[]>) =>
+    (Object.keys(sources) as K[]).filter((k) => missingAny(columns, sources[k]));
+  return { location: pick(COLUMN_SOURCES), address: pick(ADDRESS_SOURCES) };
+}
+
+const keep = <T>(patch: T | undefined, stored: T | undefined | null): T | null =>
+  patch !== undefined ? patch : (stored ?? null);
+
+function entryOf(e: HoursEntryJson): HoursEntryJson {
+  const when = e.date !== undefined ? { date: e.date } : { day: e.day! };
+  return { ...when, open: e.open, open_time: e.open_time, close_time: e.close_time };
+}
+
+const byTime = (a: HoursEntryJson, b: HoursEntryJson) =>
+  (a.day ?? 0) - (b.day ?? 0) ||
+  (a.date ?? '').localeCompare(b.date ?? '') ||
+  a.open_time.localeCompare(b.open_time);
+
+function mergeHours(patch: LocationPatch, stored: HoursJson | undefined): Hours {
+  const normal: HoursEntryJson[] = [];
+  for (let day = 0; day < 7; day++) {
+    const given = patch.normal[day];
+    const entries = given !== undefined ? given : (stored?.normal ?? []).filter((e) => e.day === day);
+    for (const e of entries ?? []) normal.push(entryOf(e));
+  }
+  const special = patch.special !== undefined ? patch.special : (stored?.special ?? null);
+  return {
+    normal: normal.length === 0 ? null : normal.sort(byTime),
+    special: special === null || special.length === 0 ? null : special.map(entryOf).sort(byTime),
+    message: stored?.message ?? null,
+    special_message: stored?.special_message ?? null,
+  };
+}
+
+function mergeKeys<K extends string>(
+  keys: readonly K[],
+  patch: Partial<Record<K, string | null>>,
+  stored: Partial<Record<K, string | null | undefined>> | undefined,
+): Record<K, string | null> {
+  const out = {} as Record<K, string | null>;
+  for (const k of keys) {
+    const given: string | null | undefined = patch[k];
+    const kept: string | null | undefined = stored?.[k];
+    out[k] = given !== undefined ? given : (kept ?? null);
+  }
+  return out;
+}
+
+export function mergeLocation(patch: LocationPatch, stored: StoredLocation | undefined): LocationContent {
+  return {
+    name: patch.name,
+    description: keep(patch.description, stored?.description),
+    phones: mergeKeys(PHONE_KEYS, patch.phones, stored?.phones),
+    hours: mergeHours(patch, stored?.hours),
+    links: mergeKeys(LINK_KEYS, patch.links, stored?.links),
+    year_established: keep(patch.year_established, stored?.year_established),
+    latitude: keep(patch.latitude, stored?.latitude),
+    longitude: keep(patch.longitude, stored?.longitude),
+    primary_category: keep(patch.primary_category, stored?.primary_category),
+    categories: keep(patch.categories, stored?.categories),
+    labels: keep(patch.labels, stored?.labels),
+    logo_url: keep(patch.logo_url, stored?.logo_url),
+  };
+}
+
+export function mergeAddress(patch: AddressPatch, stored: StoredAddress | undefined): AddressContent {
+  return {
+    line1: keep(patch.line1, stored?.line1),
+    line2: keep(patch.line2, stored?.line2),
+    line3: keep(patch.line3, stored?.line3),
+    city: keep(patch.city, stored?.city),
+    sublocality: keep(patch.sublocality, stored?.sublocality),
+    state: keep(patch.state, stored?.state),
+    state_code: keep(patch.state_code, stored?.state_code),
+    zip: keep(patch.zip, stored?.zip),
+    country_code: patch.country_code,
+  };
+}
+
+/** Hash of a canonical value (built by the merge functions above, so key order is fixed). */
+export const contentHash = (value: LocationContent | AddressContent) =>
+  createHash('md5').update(JSON.stringify(value)).digest('base64url');

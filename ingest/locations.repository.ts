@@ -1,0 +1,236 @@
+import { type RawBuilder, sql, type Transaction } from 'kysely';
+import type { Database } from '../shared/database.js';
+import type { AddressContent, LocationContent, StoredAddress, StoredLocation } from './locations.records.js';
+
+/**
+ * Set-based writes for the location feed: each function is one statement over a whole batch
+ * (arrays bound as single parameters and unnested), so a batch costs a handful of round trips
+ * whatever its size, and the number of bind parameters never grows with it.
+ */
+
+type Trx = Transaction<Database>;
+
+export interface ExistingLocation {
+  id: number;
+  org_id: number;
+  code: string;
+  domain_cc: string;
+  content_hash: string;
+  closed_date: string | null;
+  last_run_id: number | null;
+  public_slug: string;
+  address_id: number | null;
+  address_hash: string | null;
+  stored: StoredLocation;
+  storedAddress: StoredAddress;
+}
+
+/** Existing Locations for (org, code) keys, with the stored columns a partial sheet needs. */
+export async function findLocations(
+  trx: Trx,
+  keys: { orgId: number; code: string }[],
+  read: { location: readonly (keyof StoredLocation)[]; address: readonly (keyof StoredAddress)[] },
+): Promise<ExistingLocation[]> {
+  if (keys.length === 0) return [];
+  const extra = [
+    ...read.location.map((c) => sql`l.${sql.ref(c)} as ${sql.ref(`l_${c}`)}`),
+    ...read.address.map((c) => sql`a.${sql.ref(c)} as ${sql.ref(`a_${c}`)}`),
+  ];
+  const { rows } = await sql<Record<string, unknown>>`
+    select l.id, l.org_id, l.code, l.domain_cc, l.content_hash, l.closed_date, l.last_run_id, l.public_slug, l.address_id,
+      a.content_hash as address_hash ${extra.length > 0 ? sql`, ${sql.join(extra)}` : sql``}
+    from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
+    join locations l on l.org_id = k.org_id and l.code = k.code
+    left join addresses a on a.id = l.address_id`.execute(trx);
+  return rows.map((r) => {
+    const stored: Record<string, unknown> = {};
+    for (const c of read.location) stored[c] = r[`l_${c}`];
+    const storedAddress: Record<string, unknown> = {};
+    for (const c of read.address) storedAddress[c] = r[`a_${c}`];
+    return {
+      id: r.id as number,
+      org_id: r.org_id as number,
+      code: r.code as string,
+      domain_cc: r.domain_cc as string,
+      last_run_id: r.last_run_id as number | null,
+      content_hash: r.content_hash as string,
+      closed_date: r.closed_date as string | null,
+      public_slug: r.public_slug as string,
+      address_id: r.address_id as number | null,
+      address_hash: r.address_hash as string | null,
+      stored: stored as StoredLocation,
+      storedAddress: storedAddress as StoredAddress,
+    };
+  });
+}
+
+/**
+ * Takes `n` ids from a table's identity sequence. Rows are then inserted with their ids known, so
+ * a Location can point at its new Address without relying on the order of RETURNING rows.
+ */
+export async function takeIds(trx: Trx, table: 'locations' | 'addresses', n: number): Promise<number[]> {
+  if (n === 0) return [];
+  const { rows } = await sql<{ id: number }>`
+    select nextval(pg_get_serial_sequence(${table}, 'id')) as id from generate_series(1, ${n}::int)`.execute(
+    trx,
+  );
+  return rows.map((r) => r.id);
+}
+
+export interface AddressWrite {
+  id: number;
+  domain_cc: string;
+  content: AddressContent;
+  hash: string;
+}
+
+const col = <T, V>(rows: readonly T[], f: (r: T) => V) => rows.map(f);
+const addressArrays = (rows: readonly AddressWrite[]) => sql`
+  unnest(
+    ${col(rows, (r) => r.id)}::bigint[], ${col(rows, (r) => r.domain_cc)}::text[],
+    ${col(rows, (r) => r.content.line1)}::text[], ${col(rows, (r) => r.content.line2)}::text[],
+    ${col(rows, (r) => r.content.line3)}::text[], ${col(rows, (r) => r.content.city)}::text[],
+    ${col(rows, (r) => r.content.sublocality)}::text[], ${col(rows, (r) => r.content.state)}::text[],
+    ${col(rows, (r) => r.content.state_code)}::text[], ${col(rows, (r) => r.content.zip)}::text[],
+    ${col(rows, (r) => r.content.country_code)}::text[], ${col(rows, (r) => r.hash)}::text[]
+  ) as v(id, domain_cc, line1, line2, line3, city, sublocality, state, state_code, zip, country_code, hash)`;
+
+export async function insertAddresses(trx: Trx, rows: readonly AddressWrite[]): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    insert into addresses (id, domain_cc, line1, line2, line3, city, sublocality, state, state_code, zip,
+      country_code, content_hash)
+    overriding system value
+    select id, domain_cc, line1, line2, line3, city, sublocality, state, state_code, zip, country_code, hash
+    from ${addressArrays(rows)}`.execute(trx);
+}
+
+/** A changed Address: new content, `updated` now, version + 1 unless this run already bumped it. */
+export async function updateAddresses(
+  trx: Trx,
+  rows: readonly (AddressWrite & { bump: boolean })[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    update addresses a set line1 = v.line1, line2 = v.line2, line3 = v.line3, city = v.city,
+      sublocality = v.sublocality, state = v.state, state_code = v.state_code, zip = v.zip,
+      country_code = v.country_code, content_hash = v.hash,
+      version_number = a.version_number + case when b.bump then 1 else 0 end, updated = now()
+    from ${addressArrays(rows)}
+    join unnest(${col(rows, (r) => r.id)}::bigint[], ${col(rows, (r) => r.bump)}::boolean[]) as b(id, bump) on b.id = v.id
+    where a.id = v.id`.execute(trx);
+}
+
+export interface LocationWrite {
+  id: number;
+  org_id: number;
+  code: string;
+  domain_cc: string;
+  public_slug: string;
+  address_id: number;
+  position: number;
+  content: LocationContent;
+  hash: string;
+  /** False when this run already bumped the Location (a store code repeated in the sheet). */
+  bump: boolean;
+}
+
+const json = (v: unknown) => JSON.stringify(v);
+const list = (v: string[] | null) => (v === null ? null : JSON.stringify(v));
+const textArray = (ref: RawBuilder<unknown>) =>
+  sql`case when ${ref} is null then null else array(select jsonb_array_elements_text(${ref}::jsonb)) end`;
+
+const locationArrays = (rows: readonly LocationWrite[]) => sql`
+  unnest(
+    ${col(rows, (r) => r.id)}::bigint[], ${col(rows, (r) => r.org_id)}::bigint[], ${col(rows, (r) => r.code)}::text[],
+    ${col(rows, (r) => r.domain_cc)}::text[], ${col(rows, (r) => r.public_slug)}::text[],
+    ${col(rows, (r) => r.address_id)}::bigint[], ${col(rows, (r) => r.position)}::int[],
+    ${col(rows, (r) => r.content.name)}::text[], ${col(rows, (r) => r.content.description)}::text[],
+    ${col(rows, (r) => json(r.content.phones))}::text[], ${col(rows, (r) => json(r.content.hours))}::text[],
+    ${col(rows, (r) => json(r.content.links))}::text[], ${col(rows, (r) => r.content.year_established)}::int[],
+    ${col(rows, (r) => r.content.latitude)}::float8[], ${col(rows, (r) => r.content.longitude)}::float8[],
+    ${col(rows, (r) => r.content.primary_category)}::text[], ${col(rows, (r) => list(r.content.categories))}::text[],
+    ${col(rows, (r) => list(r.content.labels))}::text[], ${col(rows, (r) => r.content.logo_url)}::text[],
+    ${col(rows, (r) => r.hash)}::text[], ${col(rows, (r) => r.bump)}::boolean[]
+  ) as v(id, org_id, code, domain_cc, public_slug, address_id, position, name, description, phones, hours,
+    links, year_established, latitude, longitude, primary_category, categories, labels, logo_url, hash, bump)`;
+
+export async function insertLocations(
+  trx: Trx,
+  rows: readonly LocationWrite[],
+  runId: number,
+): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    insert into locations (id, org_id, code, domain_cc, public_slug, address_id, position, name, description,
+      phones, hours, links, year_established, latitude, longitude, primary_category, categories, labels,
+      logo_url, content_hash, last_run_id)
+    overriding system value
+    select id, org_id, code, domain_cc, public_slug, address_id, position, name, description,
+      phones::jsonb, hours::jsonb, links::jsonb, year_established, latitude, longitude, primary_category,
+      ${textArray(sql.ref('v.categories'))}, ${textArray(sql.ref('v.labels'))}, logo_url, hash, ${runId}::bigint
+    from ${locationArrays(rows)}`.execute(trx);
+}
+
+/**
+ * A changed (or reopened) Location: new content, open again, version + 1, `updated` now. Its id,
+ * org, code and domain_cc never change; the public slug does only when its name parts did.
+ */
+export async function updateLocations(
+  trx: Trx,
+  rows: readonly LocationWrite[],
+  runId: number,
+): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    update locations l set public_slug = v.public_slug, address_id = v.address_id, name = v.name,
+      description = v.description, phones = v.phones::jsonb, hours = v.hours::jsonb, links = v.links::jsonb,
+      year_established = v.year_established, latitude = v.latitude, longitude = v.longitude,
+      primary_category = v.primary_category, categories = ${textArray(sql.ref('v.categories'))},
+      labels = ${textArray(sql.ref('v.labels'))}, logo_url = v.logo_url, content_hash = v.hash,
+      closed_date = null, version_number = l.version_number + case when v.bump then 1 else 0 end, updated = now(), last_run_id = ${runId}::bigint
+    from ${locationArrays(rows)}
+    where l.id = v.id`.execute(trx);
+}
+
+/**
+ * `--full`: the Orgs' open Locations whose (org, code) key the run did not record close on the
+ * import date (UTC). Refused rows record their key too, so a typo does not close a Location.
+ * Returns the Orgs that lost a Location.
+ */
+export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
+  if (orgIds.length === 0) return [];
+  const { rows } = await sql<{ org_id: number }>`
+    update locations l set closed_date = (now() at time zone 'UTC')::date,
+      version_number = l.version_number + 1, updated = now(), last_run_id = ${runId}::bigint
+    where l.org_id = any(${orgIds}::bigint[]) and l.closed_date is null
+      and not exists (
+        select 1 from import_run_keys k where k.run_id = ${runId}::bigint and k.key = l.org_id || ':' || l.code)
+    returning l.org_id`.execute(trx);
+  return rows.map((r) => r.org_id);
+}
+
+/**
+ * Each Org's default Location is its first open one (lowest id: ids follow sheet order, and the
+ * default does not jump when a later sheet is reordered). A Location whose `default` flips is a
+ * changed record, bumped once: not again if this run already wrote it. Unset first, then set, so
+ * the one-default-per-Org index never sees two.
+ */
+export async function settleDefaults(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
+  if (orgIds.length === 0) return [];
+  const want = sql`(
+    select distinct on (org_id) id from locations
+    where org_id = any(${orgIds}::bigint[]) and closed_date is null order by org_id, id)`;
+  const bump = sql`version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
+    updated = case when l.last_run_id = ${runId}::bigint then l.updated else now() end,
+    last_run_id = ${runId}::bigint`;
+  const unset = await sql<{ org_id: number }>`
+    update locations l set is_default = false, ${bump}
+    where l.org_id = any(${orgIds}::bigint[]) and l.is_default and l.id not in ${want}
+    returning l.org_id`.execute(trx);
+  const set = await sql<{ org_id: number }>`
+    update locations l set is_default = true, ${bump}
+    where l.id in ${want} and not l.is_default
+    returning l.org_id`.execute(trx);
+  return [...unset.rows, ...set.rows].map((r) => r.org_id);
+}
