@@ -1,8 +1,14 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { reportCliError } from './cli-context.js';
+import { registerAccounts } from './commands/accounts.js';
+import { registerImport } from './commands/import.js';
+import { registerImports } from './commands/imports.js';
+import { registerKeys } from './commands/keys.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerSchedule } from './commands/schedule.js';
+import { registerServe } from './commands/serve.js';
+import { registerWorker } from './commands/worker.js';
 
 const program = new Command('bizdir')
   .description('bizdir: business-directory data service')
@@ -11,6 +17,12 @@ const program = new Command('bizdir')
 
 // One line per command module; each module owns its sub-commands.
 registerMigrate(program);
+registerImport(program);
+registerImports(program);
+registerWorker(program);
+registerAccounts(program);
+registerKeys(program);
+registerServe(program);
 registerSchedule(program);
 
 try {

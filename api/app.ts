@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Config } from '../shared/config.js';
+import type { Logger } from '../shared/logger.js';
+import { creditsPlugin } from './plugins/credits.plugin.js';
+import { errorsPlugin } from './plugins/errors.plugin.js';
+import { infraPlugin } from './plugins/infra.plugin.js';
+import { swaggerPlugin } from './plugins/swagger.plugin.js';
+import { ROUTE_PLUGINS } from './routes/index.js';
+import { validatorCompiler } from './validation.js';
+
+export interface AppDeps {
+  config: Config;
+  /** Logs through this pino logger; none: silent. */
+  logger?: Logger;
+  /** Current time for credit periods (tests move it across a period boundary). */
+  clock?: () => Date;
+  /** How long a process trusts a key's plan before reading it again (revocation is immediate anyway). */
+  keyCacheTtlMs?: number;
+}
+
+/** The API, assembled from plugins; `bizdir serve` and the tests both build it here. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger as FastifyBaseLogger } : { logger: false }),
+    // Ids are ours (also the `request.id` of the body), never taken from a client header.
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    forceCloseConnections: 'idle',
+  });
+  app.setValidatorCompiler(validatorCompiler());
+  // JSON only (DECISIONS.md, Contacts): text bodies get 415 instead of being parsed as strings.
+  app.removeContentTypeParser('text/plain');
+
+  await app.register(errorsPlugin);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  await app.register(swaggerPlugin);
+  await app.register(infraPlugin, { config: deps.config, clock: deps.clock ?? (() => new Date()) });
+  await app.register(creditsPlugin, {
+    ...(deps.keyCacheTtlMs !== undefined ? { keyCacheTtlMs: deps.keyCacheTtlMs } : {}),
+  });
+  for (const routes of ROUTE_PLUGINS) await app.register(routes);
+  return app;
+}

@@ -1,0 +1,167 @@
+import { sql } from 'kysely';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Db } from '../../shared/db.js';
+
+/** What gauges read at scrape time. A queue is anything with BullMQ's getJobCounts. */
+export interface MetricsSources {
+  db: Db;
+  queues: ReadonlyArray<{ name: string; getJobCounts(...types: string[]): Promise<Record<string, number>> }>;
+  onCollectError?: (what: string, error: unknown) => void;
+}
+
+const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'paused', 'failed', 'completed'];
+const ROW_OUTCOMES = [
+  'inserted',
+  'updated',
+  'unchanged',
+  'rejected',
+  'warnings',
+  'duplicates',
+  'closed',
+] as const;
+
+export interface ApiMetrics {
+  registry: Registry;
+  observeRequest(labels: { method: string; route: string; status: number }, seconds: number): void;
+  creditCharged(route: string): void;
+}
+
+/**
+ * Prometheus metrics for one API app. Its own registry (not prom-client's global one), so several
+ * apps in one process (tests) never clash. Request metrics are counted as requests end; import,
+ * queue and index figures are read from Postgres and Redis when /metrics is scraped, so they are
+ * right whichever process did the work.
+ */
+export function createMetrics(sources: MetricsSources): ApiMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'bizdir_' });
+  const report = (what: string, error: unknown) => sources.onCollectError?.(what, error);
+
+  const requests = new Counter({
+    name: 'bizdir_http_requests_total',
+    help: 'HTTP requests answered, by route pattern and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'bizdir_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route pattern and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const credits = new Counter({
+    name: 'bizdir_credits_charged_total',
+    help: 'Data credits charged (metered 200 responses), by route pattern',
+    labelNames: ['route'],
+    registers: [registry],
+  });
+
+  new Gauge({
+    name: 'bizdir_import_rows',
+    help: 'Feed rows processed by all import runs, by feed and outcome',
+    labelNames: ['feed', 'outcome'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        const rows = await sources.db
+          .selectFrom('import_runs')
+          .select((eb) => [
+            'feed',
+            ...ROW_OUTCOMES.map((o) => eb.fn.coalesce(eb.fn.sum<number>(o), sql<number>`0`).as(o)),
+          ])
+          .groupBy('feed')
+          .execute();
+        for (const row of rows)
+          for (const o of ROW_OUTCOMES) this.set({ feed: row.feed, outcome: o }, Number(row[o]));
+      } catch (error) {
+        report('import rows', error);
+      }
+    },
+  });
+
+  new Gauge({
+    name: 'bizdir_import_runs',
+    help: 'Import runs by feed and status',
+    labelNames: ['feed', 'status'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        const rows = await sources.db
+          .selectFrom('import_runs')
+          .select(['feed', 'status', (eb) => eb.fn.countAll<number>().as('n')])
+          .groupBy(['feed', 'status'])
+          .execute();
+        for (const row of rows) this.set({ feed: row.feed, status: row.status }, Number(row.n));
+      } catch (error) {
+        report('import runs', error);
+      }
+    },
+  });
+
+  new Gauge({
+    name: 'bizdir_queue_jobs',
+    help: 'BullMQ jobs by queue and state',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const queue of sources.queues) {
+        try {
+          const counts = await queue.getJobCounts(...JOB_STATES);
+          for (const state of JOB_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
+        } catch (error) {
+          report(`queue ${queue.name}`, error);
+        }
+      }
+    },
+  });
+
+  // Index lag: Org changes committed in Postgres but not yet confirmed by Meilisearch wait in
+  // search_outbox (migration 0004); the age of the oldest is how far search is behind.
+  new Gauge({
+    name: 'bizdir_index_lag_seconds',
+    help: 'Age of the oldest Org change not yet in the search index (0 when none waits)',
+    registers: [registry],
+    async collect() {
+      try {
+        const { rows } = await sql<{ age: number | null }>`
+          select extract(epoch from now() - min(created_at))::float8 as age from search_outbox`.execute(
+          sources.db,
+        );
+        this.set(rows[0]?.age ?? 0);
+      } catch (error) {
+        report('index lag', error);
+      }
+    },
+  });
+  new Gauge({
+    name: 'bizdir_index_pending_changes',
+    help: 'Org change batches waiting to reach the search index',
+    registers: [registry],
+    async collect() {
+      try {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from search_outbox`.execute(
+          sources.db,
+        );
+        this.set(rows[0]?.n ?? 0);
+      } catch (error) {
+        report('index pending', error);
+      }
+    },
+  });
+
+  return {
+    registry,
+    observeRequest(labels, seconds) {
+      const l = { method: labels.method, route: labels.route, status: String(labels.status) };
+      requests.inc(l);
+      latency.observe(l, seconds);
+    },
+    creditCharged(route) {
+      credits.inc({ route });
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { createQueue } from '../../jobs/queue.js';
+import { LOCAL_DEFAULTS } from '../../shared/config.js';
+import { QUEUE_NAMES } from '../../shared/queues.js';
+import { createRedis } from '../../shared/redis.js';
+import { adminGuard } from './admin-auth.js';
+import { type ApiMetrics, createMetrics } from './metrics.js';
+
+export const DASHBOARD_PATH = '/admin/queues';
+
+/** The admin-only routes, in their own context so the guard and Bull Board's decorators stay there. */
+async function adminRoutes(
+  app: FastifyInstance,
+  opts: { token: string; metrics: ApiMetrics; queues: Queue[] },
+) {
+  app.addHook('onRequest', adminGuard(opts.token));
+
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    const text = await opts.metrics.registry.metrics();
+    return reply.type(opts.metrics.registry.contentType).send(text);
+  });
+
+  const board = new FastifyAdapter();
+  createBullBoard({
+    queues: opts.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: false })),
+    serverAdapter: board,
+    options: { uiConfig: { boardTitle: 'bizdir queues' } },
+  });
+  board.setBasePath(DASHBOARD_PATH);
+  await app.register(board.registerPlugin(), { prefix: DASHBOARD_PATH });
+}
+
+/**
+ * Operations: request metrics for every route, and (only when ADMIN_TOKEN is configured) `/metrics`
+ * and the Bull Board queue dashboard at /admin/queues. Registered by buildApp after the infra and
+ * credits plugins, whose `db`, `redis` and `config` it uses.
+ */
+export const opsPlugin = fp(
+  async (app) => {
+    // The dashboard and the queue gauges get a connection of their own that fails fast, so a Redis
+    // outage slows neither the API's credit counters nor a scrape.
+    const connection = createRedis(app.config.redisUrl ?? LOCAL_DEFAULTS.redisUrl, 'producer', {
+      commandTimeout: 2_000,
+    });
+    const queues = QUEUE_NAMES.map((name) =>
+      createQueue(name, { connection, prefix: app.config.queuePrefix }),
+    );
+    const metrics = createMetrics({
+      db: app.db,
+      queues,
+      onCollectError: (what, err) => app.log.warn({ err, what }, 'metrics: could not read a figure'),
+    });
+    app.addHook('onClose', async () => {
+      await Promise.all(queues.map((q) => q.close()));
+      connection.disconnect();
+    });
+
+    app.addHook('onResponse', async (request, reply) => {
+      // The route pattern, never the raw URL: one series per route, not one per Org domain.
+      const route = request.routeOptions.url ?? 'unmatched';
+      const status = reply.statusCode;
+      metrics.observeRequest({ method: request.method, route, status }, reply.elapsedTime / 1000);
+      if (status === 200 && request.routeOptions.config?.metered) metrics.creditCharged(route);
+    });
+
+    const token = app.config.adminToken;
+    if (token) await app.register(adminRoutes, { token, metrics, queues: queues as unknown as Queue[] });
+  },
+  { name: 'bizdir-ops', dependencies: ['bizdir-infra'] },
+);

@@ -1,0 +1,101 @@
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
+import type { Db } from '../../shared/db.js';
+import type { DomainRef } from '../../shared/domains.js';
+import type { AddressRecord, LocationRecord, LocationWithOrgRecord } from './records.js';
+
+export type LocationRef = Extract<DomainRef, { kind: 'location' | 'location-public' }>;
+
+function matchesRef(eb: ExpressionBuilder<Database, 'locations'>, ref: LocationRef) {
+  if (ref.kind === 'location') {
+    return eb.and([eb('locations.uid', '=', ref.uid), eb('locations.domain_cc', '=', ref.cc)]);
+  }
+  return eb.or([
+    eb('locations.public_slug', '=', ref.slug),
+    eb(
+      'locations.id',
+      'in',
+      eb.selectFrom('location_public_domains').select('location_id').where('slug', '=', ref.slug),
+    ),
+  ]);
+}
+
+const LOCATION_COLUMNS = [
+  'locations.uid',
+  'locations.domain_cc',
+  'locations.public_slug',
+  'locations.code',
+  'locations.name',
+  'locations.description',
+  'locations.address_verified',
+  'locations.closed_date',
+  'locations.is_default',
+  'locations.email',
+  'locations.year_established',
+  'locations.version_number',
+] as const;
+
+// database.ts types these columns as Generated<Json<T>> / Generated<Timestamp>, which Kysely does not unwrap on select;
+// naming the runtime type here keeps the records honest.
+const JSON_COLUMNS = [
+  sql<PhonesJson>`locations.phones`.as('phones'),
+  sql<HoursJson>`locations.hours`.as('hours'),
+  sql<LinksJson>`locations.links`.as('links'),
+  sql<Date>`locations.updated`.as('updated'),
+] as const;
+
+export async function findLocationByRef(
+  db: Db,
+  ref: LocationRef,
+): Promise<LocationWithOrgRecord | undefined> {
+  return db
+    .selectFrom('locations')
+    .innerJoin('orgs', 'orgs.id', 'locations.org_id')
+    .leftJoin('addresses', 'addresses.id', 'locations.address_id')
+    .select(LOCATION_COLUMNS)
+    .select(JSON_COLUMNS)
+    .select([
+      'orgs.uid as org_uid',
+      'orgs.domain_cc as org_domain_cc',
+      sql<AddressRecord | null>`to_jsonb(addresses)`.as('address'),
+    ])
+    .where((eb) => matchesRef(eb, ref))
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export async function countOrgLocations(db: Db, orgId: number): Promise<number> {
+  const row = await db
+    .selectFrom('locations')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirstOrThrow();
+  return row.n;
+}
+
+/** One page of an Org's Locations: the default first, then by name, then by stable domain. */
+export async function listOrgLocations(
+  db: Db,
+  orgId: number,
+  limit: number,
+  offset: number,
+): Promise<(LocationRecord & { address: AddressRecord | null })[]> {
+  return (
+    db
+      .selectFrom('locations')
+      .leftJoin('addresses', 'addresses.id', 'locations.address_id')
+      .select(LOCATION_COLUMNS)
+      .select(JSON_COLUMNS)
+      .select(sql<AddressRecord | null>`to_jsonb(addresses)`.as('address'))
+      .where('locations.org_id', '=', orgId)
+      .orderBy('locations.is_default', 'desc')
+      // Case-insensitive by name, then byte order, so the order does not depend on the server's locale.
+      .orderBy(sql`lower(locations.name) collate "C"`, (ob) => ob.asc().nullsLast())
+      .orderBy(sql`locations.name collate "C"`)
+      .orderBy('locations.uid')
+      .orderBy('locations.domain_cc')
+      .limit(limit)
+      .offset(offset)
+      .execute()
+  );
+}

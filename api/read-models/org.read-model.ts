@@ -1,0 +1,88 @@
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { Database, PhonesJson } from '../../shared/database.js';
+import type { Db } from '../../shared/db.js';
+import type { DomainRef } from '../../shared/domains.js';
+import type { AddressRecord, LocationRecord, OrgRecord } from './records.js';
+
+export type OrgRef = Extract<DomainRef, { kind: 'org' | 'org-public' }>;
+
+type OrgEb = ExpressionBuilder<Database, 'orgs'>;
+
+/** Matches an Org by stable domain, current public domain, or any public domain it held before. */
+function matchesRef(eb: OrgEb, ref: OrgRef) {
+  if (ref.kind === 'org') return eb.and([eb('orgs.uid', '=', ref.uid), eb('orgs.domain_cc', '=', ref.cc)]);
+  return eb.or([
+    eb('orgs.public_slug', '=', ref.slug),
+    eb('orgs.id', 'in', eb.selectFrom('org_public_domains').select('org_id').where('slug', '=', ref.slug)),
+  ]);
+}
+
+/**
+ * The whole Org in one indexed query: registered address, default Location with its address, and the
+ * count of open Locations (closed_date unset or still ahead). Search reads Orgs through the same query.
+ */
+function orgQuery(db: Db) {
+  return db
+    .selectFrom('orgs')
+    .leftJoin('addresses as ra', 'ra.id', 'orgs.registered_address_id')
+    .leftJoin('locations as dl', (join) =>
+      join.onRef('dl.org_id', '=', 'orgs.id').on('dl.is_default', '=', true),
+    )
+    .leftJoin('addresses as da', 'da.id', 'dl.address_id')
+    .select([
+      'orgs.id',
+      'orgs.uid',
+      'orgs.domain_cc',
+      'orgs.public_slug',
+      'orgs.name',
+      'orgs.informal_name',
+      'orgs.description',
+      'orgs.email',
+      'orgs.logo_url',
+      // Typed here: database.ts's Generated<Json<T>> / Generated<Timestamp> are not unwrapped by Kysely.
+      sql<PhonesJson>`orgs.phones`.as('phones'),
+      'orgs.sic_code',
+      'orgs.vat_number',
+      'orgs.registration_country',
+      'orgs.registration_number',
+      'orgs.registration_date',
+      'orgs.registration_state_code',
+      'orgs.version_number',
+      sql<Date>`orgs.updated`.as('updated'),
+      sql<AddressRecord | null>`to_jsonb(ra)`.as('registered_address'),
+      sql<LocationRecord | null>`to_jsonb(dl)`.as('default_location'),
+      sql<AddressRecord | null>`to_jsonb(da)`.as('default_address'),
+      sql<number>`(select count(*) from locations ol
+        where ol.org_id = orgs.id and (ol.closed_date is null or ol.closed_date > current_date))`.as(
+        'open_locations',
+      ),
+    ]);
+}
+
+export async function findOrgByRef(db: Db, ref: OrgRef): Promise<OrgRecord | undefined> {
+  const row = await orgQuery(db)
+    .where((eb) => matchesRef(eb, ref))
+    .limit(1)
+    .executeTakeFirst();
+  return row;
+}
+
+/** Orgs by internal id, in the order of `ids` (ids with no Org are skipped). For search results. */
+export async function findOrgsByIds(db: Db, ids: readonly number[]): Promise<OrgRecord[]> {
+  if (ids.length === 0) return [];
+  const rows: OrgRecord[] = await orgQuery(db)
+    .where('orgs.id', 'in', [...ids])
+    .execute();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** The internal id of the Org a domain names, for routes that only need to know it exists. */
+export async function findOrgIdByRef(db: Db, ref: OrgRef) {
+  return db
+    .selectFrom('orgs')
+    .select(['orgs.id', 'orgs.uid', 'orgs.domain_cc'])
+    .where((eb) => matchesRef(eb, ref))
+    .limit(1)
+    .executeTakeFirst();
+}

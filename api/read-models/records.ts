@@ -1,0 +1,70 @@
+import type { HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
+
+/**
+ * Row shapes the read models hand to the views. Nested records arrive as `to_jsonb(row)`, so their
+ * timestamps are ISO strings rather than Dates; the views accept both.
+ */
+export interface AddressRecord {
+  uid: string;
+  domain_cc: string;
+  line1: string | null;
+  line2: string | null;
+  line3: string | null;
+  city: string | null;
+  sublocality: string | null;
+  state: string | null;
+  state_code: string | null;
+  zip: string | null;
+  country_code: string | null;
+  version_number: number;
+}
+
+export interface LocationRecord {
+  uid: string;
+  domain_cc: string;
+  public_slug: string;
+  code: string | null;
+  name: string | null;
+  description: string | null;
+  address_verified: boolean;
+  closed_date: string | null;
+  is_default: boolean;
+  email: string | null;
+  phones: PhonesJson | null;
+  hours: HoursJson | null;
+  links: LinksJson | null;
+  year_established: number | null;
+  version_number: number;
+  updated: Date | string;
+}
+
+export interface OrgRecord {
+  id: number;
+  uid: string;
+  domain_cc: string;
+  public_slug: string;
+  name: string;
+  informal_name: string | null;
+  description: string | null;
+  email: string | null;
+  logo_url: string | null;
+  phones: PhonesJson | null;
+  sic_code: string | null;
+  vat_number: string | null;
+  registration_country: string | null;
+  registration_number: string | null;
+  registration_date: string | null;
+  registration_state_code: string | null;
+  version_number: number;
+  updated: Date | string;
+  registered_address: AddressRecord | null;
+  default_location: LocationRecord | null;
+  default_address: AddressRecord | null;
+  open_locations: number;
+}
+
+export interface LocationWithOrgRecord extends LocationRecord {
+  address: AddressRecord | null;
+  org_uid: string;
+  org_domain_cc: string;
+}

@@ -1,0 +1,36 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { sql } from 'kysely';
+import Type from 'typebox';
+import { errorBody } from '../plugins/error-mapping.js';
+import { ErrorSchema } from '../schemas/common.schema.js';
+
+const Status = Type.Object({ status: Type.String() });
+
+/** Probes for orchestrators: no key, no credits. */
+export const healthRoutes: FastifyPluginAsync = async (app) => {
+  app.get(
+    '/healthz',
+    { schema: { tags: ['health'], summary: 'The process is up', response: { 200: Status } } },
+    async () => ({ status: 'ok' }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Postgres and Redis answer',
+        response: { 200: Status, 503: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const checks = await Promise.allSettled([sql`select 1`.execute(app.db), app.redis.ping()]);
+      const down = checks.flatMap((c, i) =>
+        c.status === 'rejected' ? [i === 0 ? 'postgres' : 'redis'] : [],
+      );
+      if (down.length === 0) return { status: 'ok' };
+      request.log.warn({ down }, 'not ready');
+      return reply.code(503).send(errorBody(503, `${down.join(' and ')} not reachable`));
+    },
+  );
+};

@@ -1,0 +1,87 @@
+import Type, { type TSchema } from 'typebox';
+
+/** A documented field whose value may be unknown: always present, `null` when unknown. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const NullableString = (description?: string) =>
+  Nullable(Type.String(description ? { description } : {}));
+
+export const ErrorSchema = Type.Object(
+  {
+    code: Type.Integer({ format: 'int32', description: 'Equals the HTTP status.' }),
+    message: Type.String({ description: '`<Status text>: <reason>`' }),
+  },
+  { $id: 'Error', title: 'Error' },
+);
+
+export const RequestMetaSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Unique request identifier, also sent as X-Request-Id.' }),
+    success: Type.Boolean(),
+    period_start: Type.String({ format: 'date-time' }),
+    next_period_start: Type.String({ format: 'date-time' }),
+    requests_this_period: Type.Integer(),
+    credit_available_this_period: Type.Integer(),
+    credit_used_this_request: Type.Integer(),
+    credit_used_this_period: Type.Integer(),
+    credit_remaining_this_period: Type.Integer(),
+    account_id: Type.String(),
+    subscription_id: Type.String(),
+  },
+  { title: 'RequestMetadata', description: 'Data-credit usage; counts the request it is part of.' },
+);
+
+export const PhonesSchema = Type.Object(
+  {
+    default: NullableString(),
+    alt: NullableString(),
+    local: NullableString(),
+    fax: NullableString(),
+    mobile: NullableString(),
+    free: NullableString('Toll-free number.'),
+    tty: NullableString('Teletypewriter number.'),
+  },
+  { title: 'Phones' },
+);
+
+export const EmailsSchema = Type.Object({ default: NullableString() }, { title: 'Emails' });
+
+export const AddressSchema = Type.Object(
+  {
+    domain: NullableString('Address stable domain ending `.a.<country_code>.{domain_suffix}`.'),
+    line1: NullableString(),
+    line2: NullableString(),
+    line3: NullableString(),
+    city: NullableString(),
+    sublocality: NullableString(),
+    state: NullableString(),
+    state_code: NullableString(),
+    zip: NullableString(),
+    country_code: NullableString('ISO 3166 alpha-2, upper case.'),
+    version_number: Nullable(Type.Integer()),
+  },
+  { title: 'Address' },
+);
+
+/** Path parameter of every by-domain route. */
+export const DomainParams = Type.Object({
+  domain: Type.String({
+    minLength: 1,
+    maxLength: 300,
+    description: 'A domain ending in `.{domain_suffix}`.',
+  }),
+});
+
+export const ApiKeyQuery = {
+  api_key: Type.Optional(Type.String({ maxLength: 200, description: 'Your API key.' })),
+};
+
+/** The error responses every metered route documents. */
+export const meteredErrors = {
+  400: ErrorSchema,
+  402: ErrorSchema,
+  403: ErrorSchema,
+  404: ErrorSchema,
+  500: ErrorSchema,
+  503: ErrorSchema,
+} as const;

@@ -1,0 +1,78 @@
+import type { Static } from 'typebox';
+import type { HoursEntryJson, PhonesJson } from '../../shared/database.js';
+import { locationDomain, locationPublicDomain } from '../../shared/domains.js';
+import type { AddressRecord, LocationRecord } from '../read-models/records.js';
+import type { PhonesSchema } from '../schemas/common.schema.js';
+import type { HoursSchema, LinksSchema, LocationSchema } from '../schemas/location.schema.js';
+import { isoDateTime, toAddressView } from './address.view.js';
+
+export type LocationView = Static<typeof LocationSchema>;
+type PhonesView = Static<typeof PhonesSchema>;
+type HoursView = Static<typeof HoursSchema>;
+type LinksView = Static<typeof LinksSchema>;
+
+export function toPhonesView(p: PhonesJson | null | undefined): PhonesView {
+  return {
+    default: p?.default ?? null,
+    alt: p?.alt ?? null,
+    local: p?.local ?? null,
+    fax: p?.fax ?? null,
+    mobile: p?.mobile ?? null,
+    free: p?.free ?? null,
+    tty: p?.tty ?? null,
+  };
+}
+
+const entry = (e: HoursEntryJson) => ({ open: e.open, open_time: e.open_time, close_time: e.close_time });
+
+function toHoursView(h: LocationRecord['hours']): HoursView {
+  return {
+    normal: (h?.normal ?? [])
+      .filter((e) => typeof e.day === 'number')
+      .map((e) => ({ day: e.day!, ...entry(e) })),
+    message: h?.message ?? null,
+    special: (h?.special ?? [])
+      .filter((e) => typeof e.date === 'string')
+      .map((e) => ({ date: e.date!, ...entry(e) })),
+    special_message: h?.special_message ?? null,
+  };
+}
+
+function toLinksView(l: LocationRecord['links']): LinksView {
+  return {
+    socialnet_url: l?.socialnet_url ?? null,
+    photoshare_url: l?.photoshare_url ?? null,
+    professionalnet_url: l?.professionalnet_url ?? null,
+    shortvideo_url: l?.shortvideo_url ?? null,
+    microblog_url: l?.microblog_url ?? null,
+    website_url: l?.website_url ?? null,
+    videosite_url: l?.videosite_url ?? null,
+  };
+}
+
+export function toLocationView(
+  l: LocationRecord,
+  address: AddressRecord | null,
+  orgDomain: string,
+  suffix: string,
+): LocationView {
+  return {
+    address: toAddressView(address, suffix),
+    address_verified: l.address_verified,
+    code: l.code,
+    closed_date: l.closed_date,
+    default: l.is_default,
+    description: l.description,
+    domain: locationDomain(l.uid, l.domain_cc, suffix),
+    emails: { default: l.email },
+    hours: toHoursView(l.hours),
+    links: toLinksView(l.links),
+    name: l.name,
+    org_domain: orgDomain,
+    phones: toPhonesView(l.phones),
+    public_domain: locationPublicDomain(l.public_slug, suffix),
+    updated: isoDateTime(l.updated),
+    version_number: l.version_number,
+    year_established: l.year_established,
+  };
+}
