@@ -1,0 +1,401 @@
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ImportRun } from '../ingest/import-runs.repository.js';
+import { ImportFailedError } from '../ingest/run-import.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { importFeed } from './support/import.js';
+
+/**
+ * The location feed end to end, against a real database: the sample sheet, then re-imports,
+ * changes, partial sheets, `--full`, Org linking and bad input. The tests build on each other in
+ * order (one database per file), the way an operator's imports follow each other.
+ */
+
+let t: TestDb;
+const SAMPLE = 'samples/locations-sample.csv';
+
+beforeAll(async () => {
+  t = await createTestDb();
+  // Company-number links need the register: the sample register holds GLEN ORRIN and ACME.
+  await importFeed(t.db, 'registrar', 'samples/registrar-sample.csv');
+});
+afterAll(async () => {
+  await t?.drop();
+});
+
+interface LocationRow {
+  id: number;
+  uid: string;
+  code: string;
+  org_id: number;
+  org_name: string;
+  registration_number: string | null;
+  public_slug: string;
+  is_default: boolean;
+  closed_date: string | null;
+  version_number: number;
+  updated: Date;
+  address_version: number;
+  [column: string]: unknown;
+}
+
+async function locations(): Promise<Map<string, LocationRow>> {
+  const { rows } = await sql<LocationRow>`
+    select l.*, o.name as org_name, o.registration_number, o.domain_cc as org_cc, o.public_slug as org_slug,
+      a.line1, a.line2, a.line3, a.city, a.sublocality, a.state, a.state_code, a.zip, a.country_code,
+      a.version_number as address_version, a.updated as address_updated
+    from locations l join orgs o on o.id = l.org_id join addresses a on a.id = l.address_id`.execute(t.db);
+  return new Map(rows.map((r) => [r.code, r]));
+}
+
+const issuesOf = (run: ImportRun) =>
+  t.db
+    .selectFrom('import_rejects')
+    .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
+    .where('run_id', '=', run.id)
+    .orderBy('line_number')
+    .execute();
+
+describe('importing the sample sheet', () => {
+  let run: ImportRun;
+  let rows: Map<string, LocationRow>;
+  beforeAll(async () => {
+    run = await importFeed(t.db, 'locations', SAMPLE);
+    rows = await locations();
+  });
+
+  it('loads the good rows and counts the refused ones', () => {
+    expect(run).toMatchObject({ status: 'succeeded', rows_read: 13, inserted: 11, updated: 0, rejected: 2 });
+    expect(rows.size).toBe(11);
+  });
+
+  it('stores refused rows with line number, column, reason and raw text', async () => {
+    const issues = await issuesOf(run);
+    expect(issues).toEqual([
+      expect.objectContaining({
+        severity: 'rejected',
+        line_number: 15,
+        column_name: 'Business name',
+        reason: 'business name is empty',
+        raw: expect.stringMatching(/^NB-2,,7 Quay Street,/),
+      }),
+      expect.objectContaining({
+        severity: 'rejected',
+        line_number: 16,
+        column_name: 'Monday hours',
+        reason: expect.stringContaining('"9 till late"'),
+      }),
+    ]);
+  });
+
+  it('links rows by company number (padded) to registered Orgs', () => {
+    expect(rows.get('GO-VC')).toMatchObject({
+      registration_number: 'SC612345',
+      org_name: 'GLEN ORRIN DISTILLERS LTD',
+    });
+    expect(rows.get('GO-INV')!.org_id).toBe(rows.get('GO-VC')!.org_id);
+    expect(rows.get('0042')).toMatchObject({ registration_number: '07687209' });
+  });
+
+  it('finds or creates non-registered Orgs by business name and country', async () => {
+    const qh = rows.get('QH-001')!;
+    expect(rows.get('QH-002')!.org_id).toBe(qh.org_id);
+    expect(rows.get('QH-003')!.org_id).toBe(qh.org_id);
+    const org = await t.db
+      .selectFrom('orgs')
+      .selectAll()
+      .where('id', '=', qh.org_id)
+      .executeTakeFirstOrThrow();
+    expect(org).toMatchObject({
+      name: 'Quayside Hardware',
+      informal_name: 'Quayside Hardware',
+      domain_cc: 'gb',
+      public_slug: 'quayside-hardware',
+      registration_number: null,
+    });
+    const alias = await t.db
+      .selectFrom('org_public_domains')
+      .selectAll()
+      .where('org_id', '=', qh.org_id)
+      .execute();
+    expect(alias.map((a) => a.slug)).toEqual(['quayside-hardware']);
+    expect(rows.get('TX-AUS-01')).toMatchObject({ org_cc: 'us', org_slug: 'lone-star-tacos' });
+    expect(rows.get('TX-HOU-01')!.org_id).toBe(rows.get('TX-AUS-01')!.org_id);
+  });
+
+  it('gives each Location stable and public domains', async () => {
+    expect(rows.get('QH-001')).toMatchObject({ domain_cc: 'gb', public_slug: 'quayside-hardware-whitby' });
+    expect(rows.get('GO-VC')!.public_slug).toBe('glen-orrin-distillers-muir-of-ord');
+    expect(rows.get('CZ-1')).toMatchObject({ domain_cc: 'fr', public_slug: 'cafe-zoe-son-paris' });
+    expect(rows.get('QH-001')!.uid).toMatch(/^[a-z0-9]{8}$/);
+    const held = await t.db.selectFrom('location_public_domains').select(['slug', 'location_id']).execute();
+    expect(held).toHaveLength(11);
+  });
+
+  it('stores hours in the API shape: closed days, split, 12-hour, past midnight, 24 hours, special', () => {
+    const qh = rows.get('QH-001')!.hours as { normal: unknown[]; special: unknown[] };
+    expect(qh.normal[0]).toEqual({ day: 0, open: false, open_time: '00:00', close_time: '00:00' });
+    expect(qh.normal.slice(-2)).toEqual([
+      { day: 6, open: true, open_time: '09:00', close_time: '12:30' },
+      { day: 6, open: true, open_time: '13:30', close_time: '16:00' },
+    ]);
+    expect(qh.special).toEqual([
+      { date: '2026-12-24', open: true, open_time: '08:30', close_time: '13:00' },
+      { date: '2026-12-25', open: false, open_time: '00:00', close_time: '00:00' },
+      { date: '2026-12-26', open: false, open_time: '00:00', close_time: '00:00' },
+    ]);
+    const tacos = rows.get('TX-AUS-01')!.hours as { normal: unknown[]; special: unknown[] };
+    expect(tacos.normal[0]).toEqual({ day: 0, open: true, open_time: '10:00', close_time: '16:00' });
+    expect(tacos.normal[1]).toEqual({ day: 1, open: true, open_time: '06:00', close_time: '23:00' });
+    expect(tacos.normal[6]).toEqual({ day: 6, open: true, open_time: '06:00', close_time: '02:00' });
+    const bar = rows.get('NB-1')!.hours as { normal: unknown[] };
+    expect(bar.normal[0]).toEqual({ day: 0, open: true, open_time: '18:00', close_time: '02:00' });
+    expect(bar.normal[6]).toEqual({ day: 6, open: true, open_time: '00:00', close_time: '24:00' });
+    // No hours given on Sunday: no entry for that day (not a closed one).
+    const acme = rows.get('0042')!.hours as { normal: { day: number }[] };
+    expect(acme.normal.map((e) => e.day)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('stores phones, links, description, year and the address with state codes', () => {
+    const qh3 = rows.get('QH-003')!;
+    expect(qh3.phones).toMatchObject({ default: '01262 600300', alt: '01262 600301', local: '07700 900301' });
+    expect(qh3.description).toBe('Our newest shop.\nChandlery, paint and rope — ask for "Big Dave".');
+    expect(qh3).toMatchObject({
+      year_established: 2024,
+      line1: 'Unit 7, Marina Yard',
+      line2: 'Harbour Road',
+    });
+    expect(rows.get('QH-001')!.links).toMatchObject({
+      website_url: 'https://quayside.example.co.uk/whitby',
+      socialnet_url: 'https://socialnet.example/quaysidehardware',
+      photoshare_url: null,
+    });
+    expect(rows.get('GO-VC')!.links).toMatchObject({
+      website_url: 'https://glenorrin.example.com/visit',
+      photoshare_url: 'https://photoshare.example/glenorrin',
+    });
+    expect(rows.get('TX-AUS-01')).toMatchObject({
+      state: 'Texas',
+      state_code: 'TX',
+      zip: '78701',
+      country_code: 'US',
+    });
+    expect(rows.get('TX-HOU-01')).toMatchObject({ state: 'Texas', state_code: 'TX' });
+    expect(rows.get('D-01')).toMatchObject({
+      state: 'Co. Dublin',
+      state_code: null,
+      sublocality: 'Temple Bar',
+    });
+    expect(rows.get('D-01')!.description).toBe(
+      'Second-hand and new books on the quays.\nReadings every Thursday, "open mic" on Fridays.',
+    );
+    expect(rows.get('CZ-1')).toMatchObject({
+      name: 'Café Zoë & Søn',
+      description: 'Crème brûlée, naturellement.',
+    });
+    expect(rows.get('0042')).toMatchObject({ code: '0042', zip: 'LS1 4AP' });
+  });
+
+  it('makes the first open Location of each Org its one default', () => {
+    const defaults = [...rows.values()].filter((r) => r.is_default).map((r) => r.code);
+    expect(defaults.sort()).toEqual(['0042', 'CZ-1', 'D-01', 'GO-VC', 'NB-1', 'QH-001', 'TX-AUS-01']);
+  });
+});
+
+describe('importing again', () => {
+  it('changes nothing when the sheet is unchanged', async () => {
+    const before = await locations();
+    const run = await importFeed(t.db, 'locations', SAMPLE);
+    expect(run).toMatchObject({ inserted: 0, updated: 0, unchanged: 11, rejected: 2 });
+    const after = await locations();
+    for (const [code, row] of before) {
+      expect(after.get(code)).toMatchObject({ version_number: 1, address_version: 1, uid: row.uid });
+      expect(after.get(code)!.updated).toEqual(row.updated);
+    }
+  });
+
+  it('bumps only the changed row by exactly one (en-GB template; its missing link columns keep links)', async () => {
+    const before = await locations();
+    const run = await importFeed(t.db, 'locations', 'test/fixtures/locations-en-gb-changed.csv');
+    expect(run).toMatchObject({ inserted: 0, updated: 1, unchanged: 2, rejected: 0 });
+    const after = await locations();
+    expect(after.get('QH-002')).toMatchObject({ version_number: 2, address_version: 1 });
+    expect(after.get('QH-002')!.updated.getTime()).toBeGreaterThan(before.get('QH-002')!.updated.getTime());
+    expect((after.get('QH-002')!.hours as { normal: unknown[] }).normal[6]).toEqual({
+      day: 6,
+      open: true,
+      open_time: '09:00',
+      close_time: '17:00',
+    });
+    expect(after.get('QH-001')).toMatchObject({ version_number: 1 });
+    expect(after.get('QH-001')!.links).toMatchObject({
+      socialnet_url: 'https://socialnet.example/quaysidehardware',
+    });
+  });
+
+  it('applies a partial sheet: absent columns stay, a present empty one clears', async () => {
+    const run = await importFeed(t.db, 'locations', 'test/fixtures/locations-partial.csv');
+    expect(run).toMatchObject({ updated: 1, rejected: 0 });
+    const qh = (await locations()).get('QH-001')!;
+    expect(qh).toMatchObject({ version_number: 2, address_version: 1, city: 'Whitby', zip: 'YO21 3PU' });
+    expect(qh.links).toMatchObject({
+      website_url: null,
+      socialnet_url: 'https://socialnet.example/quaysidehardware',
+    });
+    expect(qh.phones).toMatchObject({ default: '+44 1947 600123' });
+    const hours = qh.hours as { normal: { day: number }[]; special: unknown[] };
+    expect(hours.normal.filter((e) => e.day === 1)).toEqual([
+      { day: 1, open: true, open_time: '10:00', close_time: '16:00' },
+    ]);
+    expect(hours.normal.filter((e) => e.day === 2)).toEqual([
+      { day: 2, open: true, open_time: '08:30', close_time: '17:30' },
+    ]);
+    expect(hours.special).toHaveLength(3);
+  });
+
+  it('changes an address: the Address and its Location each bump once', async () => {
+    const csv =
+      'Store code,Business name,Address line 1,Country / Region,Postal code\nD-01,Liffey Books,3 Ormond Quay Upper,IE,D07 X2Y4\n';
+    const run = await importFeed(t.db, 'locations', await tempSheet(csv));
+    expect(run).toMatchObject({ updated: 1 });
+    expect((await locations()).get('D-01')).toMatchObject({
+      version_number: 2,
+      address_version: 2,
+      zip: 'D07 X2Y4',
+    });
+  });
+});
+
+describe('--full', () => {
+  it('closes the Org\u2019s Locations missing from the sheet, but not one whose row was refused', async () => {
+    const before = await locations();
+    const run = await importFeed(t.db, 'locations', 'test/fixtures/locations-quayside-full.csv', {
+      full: true,
+    });
+    expect(run).toMatchObject({ status: 'succeeded', closed: 1, rejected: 1 });
+    const after = await locations();
+    const today = new Date().toISOString().slice(0, 10);
+    expect(after.get('QH-002')).toMatchObject({
+      closed_date: today,
+      version_number: before.get('QH-002')!.version_number + 1,
+    });
+    expect(after.get('QH-003')).toMatchObject({ closed_date: null, version_number: 1 });
+    // Other Orgs are not in this sheet: untouched.
+    expect(after.get('NB-1')).toMatchObject({ closed_date: null, version_number: 1 });
+    expect(after.size).toBe(before.size);
+  });
+
+  it('reopens a Location that comes back, bumping it once', async () => {
+    const closed = (await locations()).get('QH-002')!;
+    const run = await importFeed(t.db, 'locations', SAMPLE);
+    const after = (await locations()).get('QH-002')!;
+    expect(after).toMatchObject({ closed_date: null, version_number: closed.version_number + 1 });
+    expect(run.updated).toBeGreaterThanOrEqual(1);
+  });
+
+  it('moves the default off a closed Location and counts the bump once', async () => {
+    const sheet = await tempSheet(
+      'Store code,Business name,Address line 1,Locality,Country / Region\nNB-9,Night Owl Bar,11 Harbourside,Bristol,GB\n',
+    );
+    await importFeed(t.db, 'locations', sheet, { full: true });
+    const rows = await locations();
+    expect(rows.get('NB-1')).toMatchObject({
+      closed_date: expect.any(String),
+      is_default: false,
+      version_number: 2,
+    });
+    expect(rows.get('NB-9')).toMatchObject({ is_default: true, version_number: 1 });
+  });
+});
+
+describe('Org linking', () => {
+  it('puts every row of a sheet without Org columns under --org (company number), older template', async () => {
+    const run = await importFeed(t.db, 'locations', 'test/fixtures/locations-older-template.csv', {
+      org: '9876543',
+    });
+    // HL-LDN appears twice: the later row wins and is counted as a duplicate.
+    expect(run).toMatchObject({ inserted: 2, duplicates: 1, rejected: 0 });
+    const rows = await locations();
+    expect(rows.get('HL-BRS')).toMatchObject({
+      registration_number: '09876543',
+      description: 'Head office.\nVisitors: ring "HLA" at the door.',
+    });
+    expect(rows.get('HL-LDN')).toMatchObject({
+      registration_number: '09876543',
+      line2: 'Floor 3',
+      version_number: 1,
+    });
+    expect(rows.get('HL-LDN')!.description).toBe('Moved upstairs.');
+  });
+
+  it('links by --org given as a stable Org domain', async () => {
+    const org = await t.db
+      .selectFrom('orgs')
+      .select(['id', 'uid', 'domain_cc'])
+      .where('registration_number', '=', 'SC612345')
+      .executeTakeFirstOrThrow();
+    const sheet = await tempSheet(
+      'Store code,Business name,Address line 1,Country\nGO-EDI,Glen Orrin Edinburgh,1 Royal Mile,GB\n',
+    );
+    await importFeed(t.db, 'locations', sheet, { org: `${org.uid}.${org.domain_cc}.bizdir.test` });
+    expect((await locations()).get('GO-EDI')!.org_id).toBe(org.id);
+  });
+
+  it('links by Company number and Org domain columns, refusing rows that name no Org', async () => {
+    const run = await importFeed(t.db, 'locations', 'test/fixtures/locations-company-numbers.csv');
+    expect(run).toMatchObject({ inserted: 2, rejected: 4 });
+    const rows = await locations();
+    expect(rows.get('BL-1')).toMatchObject({ registration_number: 'NI612001' });
+    expect(rows.get('OD-1')).toMatchObject({ registration_number: '07687209' });
+    const issues = await issuesOf(run);
+    expect(issues.map((i) => [i.line_number, i.column_name])).toEqual([
+      [3, 'Company number'],
+      [4, 'Company number'],
+      [6, 'Org domain'],
+      [7, 'Org domain'],
+    ]);
+    expect(issues[0]!.reason).toMatch(/no registered Org has company number 99999999/);
+  });
+
+  it('fails the run for an unknown --org and changes nothing', async () => {
+    const before = await locations();
+    await expect(
+      importFeed(t.db, 'locations', 'test/fixtures/locations-older-template.csv', {
+        org: 'nobody.bizdir.test',
+      }),
+    ).rejects.toThrow(ImportFailedError);
+    expect(await locations()).toEqual(before);
+  });
+});
+
+describe('bad files', () => {
+  it('fails a sheet missing a required column and changes nothing', async () => {
+    const before = await locations();
+    const err = await importFeed(t.db, 'locations', 'test/fixtures/locations-missing-column.csv').catch(
+      (e) => e,
+    );
+    expect(err).toBeInstanceOf(ImportFailedError);
+    expect(err.message).toMatch(/missing required column Address line 1/);
+    const run = await t.db
+      .selectFrom('import_runs')
+      .selectAll()
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(run).toMatchObject({ status: 'failed', inserted: 0 });
+    expect(await locations()).toEqual(before);
+  });
+
+  it('refuses the register file given as a location sheet', async () => {
+    await expect(importFeed(t.db, 'locations', 'samples/registrar-sample.csv')).rejects.toThrow(/Store code/);
+  });
+});
+
+async function tempSheet(csv: string): Promise<string> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
+  const file = path.join(dir, 'sheet.csv');
+  await fs.writeFile(file, csv);
+  return file;
+}
