@@ -272,3 +272,30 @@ export interface ImportRunsTable {
 export interface Database {
   import_schedules: ImportSchedulesTable;
 }
+
+// Search index sync (migration 0004_search).
+
+/** bigint[] comes back from pg as strings (no array parser is set for int8[]); callers map Number. */
+type BigintIds = ColumnType<string[], number[], number[]>;
+
+export interface SearchOutboxTable {
+  seq: GeneratedAlways<number>;
+  org_ids: BigintIds;
+  created_at: Generated<Timestamp>;
+}
+
+export interface SearchReindexTable {
+  target: string;
+  started_at: Generated<Timestamp>;
+}
+
+export interface SearchReindexReplayTable {
+  target: string;
+  org_ids: BigintIds;
+}
+
+export interface Database {
+  search_outbox: SearchOutboxTable;
+  search_reindex: SearchReindexTable;
+  search_reindex_replay: SearchReindexReplayTable;
+}

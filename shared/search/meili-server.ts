@@ -108,7 +108,15 @@ export async function startMeiliServer(options: MeiliServerOptions): Promise<Mei
   if (options.maxIndexingMemory) args.push('--max-indexing-memory', options.maxIndexingMemory);
   const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: options.dataDir });
   child.stderr?.on('data', (d: Buffer) => options.log?.(d.toString().trimEnd()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Never leave an orphan: if this process exits without stopping the server, take it along.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      process.removeListener('exit', killOnExit);
+      resolve();
+    }),
+  );
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');

@@ -7,11 +7,12 @@
  * values (a few bitmap unions), instead of CONTAINS, which scans every value. The answer set is
  * exact, so `total` is exact and no result needs re-checking.
  *
- * Meilisearch lower-cases and trims facet values but does not fold accents (so `widget` never
- * matches `widgét`, as the semantics want). Trimming would turn the suffix " ltd" into "ltd" and
- * let `q=" ltd"` match "acmeltd", so whitespace and the filter syntax's quote characters are
- * written as escapes. The escapes form a prefix code (no code word is the start of another), so
- * "encoded q is a prefix of an encoded suffix" holds exactly when "q is a prefix of the suffix".
+ * Meilisearch normalises facet values (lower case, trimmed) and compares accented letters loosely
+ * in STARTS WITH, while the semantics are case-folded but accent-exact (`widget` must not find
+ * `widgét`) and whitespace-exact (`q=" ltd"` must not find "acmeltd"). So the folded name is
+ * written in [a-z0-9] plus `^` escapes for every other character. The escapes form a prefix code
+ * (no code word is the start of another), so "encoded q is a prefix of an encoded suffix" holds
+ * exactly when "q is a prefix of the suffix".
  */
 
 /** Case folding used for matching: canonical composition, then Unicode lower case. Accents stay. */
@@ -19,15 +20,26 @@ export function foldName(text: string): string {
   return text.normalize('NFC').toLowerCase();
 }
 
-const ESCAPE = '^';
+/** Short escapes for the characters company names use most. */
+const SHORT: Record<string, string> = {
+  ' ': '^s',
+  '^': '^^',
+  '&': '^a',
+  "'": '^q',
+  '"': '^w',
+  '.': '^d',
+  '-': '^h',
+  ',': '^m',
+  '(': '^o',
+  ')': '^c',
+};
 
 function encodeChar(c: string): string {
-  if (c === ' ') return '^s';
-  if (c === ESCAPE) return '^^';
-  // Whitespace (trimmed by Meilisearch), control characters and the filter syntax's quotes and
-  // backslash: written as ^x<hex>; so they survive normalisation and never need filter escaping.
-  if (/[\s\p{Cc}"'\\]/u.test(c)) return `^x${c.codePointAt(0)!.toString(16)};`;
-  return c;
+  if (/[a-z0-9]/.test(c)) return c;
+  // Everything else is written as ASCII. Meilisearch's STARTS WITH compares a trailing accented
+  // letter loosely (`cafe` finds `café`), so no non-ASCII character may reach it; whitespace would
+  // be trimmed, and quotes and backslash would need filter-syntax escaping.
+  return SHORT[c] ?? `^x${c.codePointAt(0)!.toString(16)};`;
 }
 
 /** Encodes already-folded text, one code word per character. */

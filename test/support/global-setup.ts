@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { databaseUrlFor, TEST_PG_ADMIN_URL, uniqueSuffix } from './env.js';
+import { startRunMeili } from './meili.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -27,8 +28,13 @@ export default async function setup(project: TestProject) {
   });
   project.provide('templateDb', templateDb);
   project.provide('testRunId', runId);
+  // One private Meilisearch for the run (search tests use their own index names); stopped below.
+  const meili = await startRunMeili(runId);
+  project.provide('meiliUrl', meili.server.url);
+  project.provide('meiliKey', meili.server.masterKey);
 
   return async () => {
+    await meili.stop();
     const client = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
     await client.connect();
     const { rows } = await client.query<{ datname: string }>(

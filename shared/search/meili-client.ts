@@ -1,0 +1,98 @@
+import {
+  type EnqueuedTaskPromise,
+  Meilisearch,
+  MeilisearchApiError,
+  MeilisearchError,
+  type Task,
+} from 'meilisearch';
+import { ORG_INDEX_PRIMARY_KEY, ORG_INDEX_SETTINGS, REQUIRED_FEATURES } from './index-definition.js';
+
+/**
+ * Meilisearch clients with bounded requests. Queries get a short timeout so an unreachable or
+ * stuck Meilisearch turns into a quick 503 instead of a hanging request; indexing gets a longer one
+ * because a big document batch takes a while to upload.
+ */
+export interface MeiliConnection {
+  url: string;
+  apiKey: string | undefined;
+}
+
+export const QUERY_TIMEOUT_MS = 2_000;
+export const INDEXING_TIMEOUT_MS = 60_000;
+
+export function createMeiliClient(conn: MeiliConnection, timeoutMs = QUERY_TIMEOUT_MS): Meilisearch {
+  return new Meilisearch({
+    host: conn.url,
+    ...(conn.apiKey ? { apiKey: conn.apiKey } : {}),
+    timeout: timeoutMs,
+    defaultWaitOptions: { timeout: 120_000, interval: 100 },
+  });
+}
+
+/** Meilisearch could not be reached or did not answer in time (not: it answered with an error). */
+export class SearchUnavailableError extends Error {
+  override name = 'SearchUnavailableError';
+}
+
+/** True for errors that mean "Meilisearch is away or overloaded", as opposed to a bad request. */
+export function isUnavailable(error: unknown): boolean {
+  if (error instanceof SearchUnavailableError) return true;
+  if (error instanceof MeilisearchApiError) return error.response.status >= 500;
+  return error instanceof MeilisearchError;
+}
+
+/** Runs a Meilisearch call, turning connection failures and timeouts into SearchUnavailableError. */
+export async function meiliCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (isUnavailable(error)) {
+      throw new SearchUnavailableError(
+        `search engine unavailable (${error instanceof Error ? error.message : String(error)})`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+export class MeiliTaskFailedError extends Error {
+  override name = 'MeiliTaskFailedError';
+}
+
+/** Waits for an enqueued task and throws unless it succeeded: callers mark work done only after this. */
+export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = 300_000): Promise<Task> {
+  const task = await enqueued.waitTask({ timeout: timeoutMs, interval: 100 });
+  if (task.status !== 'succeeded') {
+    throw new MeiliTaskFailedError(
+      `Meilisearch task ${task.uid} (${task.type}) ${task.status}: ${task.error?.message ?? 'no reason given'}`,
+    );
+  }
+  return task;
+}
+
+export async function indexExists(client: Meilisearch, uid: string): Promise<boolean> {
+  try {
+    await client.getRawIndex(uid);
+    return true;
+  } catch (error) {
+    if (error instanceof MeilisearchApiError && error.response.status === 404) return false;
+    throw error;
+  }
+}
+
+/**
+ * Creates the index when missing and applies the declared settings (a no-op task when they are
+ * already in place). Used at start-up for the live index and by reindex for each new index.
+ */
+export async function ensureOrgIndex(client: Meilisearch, uid: string): Promise<void> {
+  await client.updateExperimentalFeatures(REQUIRED_FEATURES);
+  if (!(await indexExists(client, uid))) {
+    const task = await client.createIndex(uid, { primaryKey: ORG_INDEX_PRIMARY_KEY }).waitTask();
+    // Two starters racing: the loser's creation fails with index_already_exists, which is fine.
+    if (task.status === 'failed' && task.error?.code !== 'index_already_exists') {
+      throw new MeiliTaskFailedError(`creating index ${uid} failed: ${task.error?.message}`);
+    }
+  }
+  await succeeded(client.index(uid).updateSettings(ORG_INDEX_SETTINGS));
+}

@@ -1,0 +1,134 @@
+import { sql } from 'kysely';
+import type { Meilisearch } from 'meilisearch';
+import type { Db } from '../db.js';
+import { ensureOrgIndex, indexExists, succeeded } from './meili-client.js';
+import { toOrgDocument } from './org-document.js';
+import { readOrgDocuments, withIndexerLock, writeDocuments } from './org-sync.js';
+
+/**
+ * Zero-downtime rebuild: a fresh index is filled from Postgres while the live one keeps serving
+ * (and keeps receiving changes from the indexer), then the two are swapped in one Meilisearch task.
+ *
+ * Changes committed during the rebuild: the new index is registered in search_reindex (under the
+ * indexer lock) before any Org is read, and from then on the indexer records every Org it writes to
+ * the live index in search_reindex_replay. After the bulk load, the rebuild takes the indexer lock,
+ * writes the current state of those Orgs into the new index, and swaps while still holding the lock,
+ * so no change lands only in the index that is about to be retired. Changes still in the outbox
+ * at that point are written by the indexer after the swap, into the new live index.
+ */
+export interface ReindexDeps {
+  db: Db;
+  meili: Meilisearch;
+  indexUid: string;
+  log?: (line: string) => void;
+}
+
+export interface ReindexOptions {
+  /** Orgs read and posted per Meilisearch task. */
+  chunk?: number;
+  /** Document tasks in flight at once. */
+  depth?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ReindexResult {
+  target: string;
+  documents: number;
+  replayed: number;
+  ms: number;
+}
+
+/** Bulk-loads every Org into `target` by keyset pages of ids. */
+async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptions): Promise<number> {
+  const chunk = options.chunk ?? 20_000;
+  const depth = options.depth ?? 4;
+  const total = await deps.db
+    .selectFrom('orgs')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .executeTakeFirstOrThrow();
+  const inFlight: Promise<unknown>[] = [];
+  let lastId = 0;
+  let done = 0;
+  try {
+    for (;;) {
+      const rows = await deps.db
+        .selectFrom('orgs')
+        .select(['id', 'uid', 'name', 'version_number', sql<Date>`updated`.as('updated')])
+        .where('id', '>', lastId)
+        .orderBy('id')
+        .limit(chunk)
+        .execute();
+      if (rows.length === 0) break;
+      lastId = rows[rows.length - 1]!.id;
+      const task = succeeded(
+        deps.meili.index(target).addDocuments(rows.map(toOrgDocument), { primaryKey: 'id' }),
+      );
+      task.catch(() => {});
+      inFlight.push(task);
+      done += rows.length;
+      if (inFlight.length >= depth) await inFlight.shift();
+      options.onProgress?.(done, Math.max(total.n, done));
+    }
+    await Promise.all(inFlight);
+  } finally {
+    await Promise.allSettled(inFlight);
+  }
+  return done;
+}
+
+/** Drops registrations (and their half-built indexes) left by a rebuild that died. */
+async function clearStaleRebuilds(deps: ReindexDeps): Promise<void> {
+  const stale = await deps.db.selectFrom('search_reindex').select('target').execute();
+  for (const { target } of stale) {
+    if (target !== deps.indexUid) await deps.meili.deleteIndexIfExists(target);
+    await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();
+  }
+}
+
+export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): Promise<ReindexResult> {
+  const started = Date.now();
+  const target = `${deps.indexUid}__build_${started.toString(36)}`;
+  const log = deps.log ?? (() => {});
+  // The live index must exist for the swap; a first run swaps with an empty one.
+  await ensureOrgIndex(deps.meili, deps.indexUid);
+  await ensureOrgIndex(deps.meili, target);
+  await withIndexerLock(deps.db, true, async () => {
+    await clearStaleRebuilds(deps);
+    await deps.db.insertInto('search_reindex').values({ target }).execute();
+  });
+  log(`building ${target}`);
+  try {
+    const documents = await bulkLoad(deps, target, options);
+    log(`loaded ${documents} Orgs; replaying changes and swapping`);
+    const swapped = await withIndexerLock(deps.db, true, async () => {
+      const replay = await deps.db
+        .selectFrom('search_reindex_replay')
+        .select('org_ids')
+        .where('target', '=', target)
+        .execute();
+      const ids = [...new Set(replay.flatMap((r) => r.org_ids.map(Number)))];
+      for (let i = 0; i < ids.length; i += 20_000) {
+        const { docs, gone } = await readOrgDocuments(deps.db, ids.slice(i, i + 20_000));
+        await writeDocuments(deps.meili, target, docs, gone);
+      }
+      await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
+      await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();
+      return ids.length;
+    });
+    const replayed = swapped.locked ? swapped.value : 0;
+    // `target` now holds the retired index.
+    await succeeded(deps.meili.deleteIndex(target));
+    return { target, documents, replayed, ms: Date.now() - started };
+  } catch (error) {
+    // Leave the live index as it was; drop the half-built one.
+    await deps.db
+      .deleteFrom('search_reindex')
+      .where('target', '=', target)
+      .execute()
+      .catch(() => {});
+    if (await indexExists(deps.meili, target).catch(() => false)) {
+      await deps.meili.deleteIndex(target).catch(() => {});
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,52 @@
+import { sql } from 'kysely';
+import type { Db } from '../../shared/db.js';
+import { slugify } from '../../shared/domains.js';
+
+export interface TestOrg {
+  id: number;
+  uid: string;
+  slug: string;
+  name: string;
+}
+
+let counter = 0;
+
+/**
+ * Inserts Orgs straight into the real schema (search tests need names, not feeds); each gets a
+ * unique public label recorded in org_public_domains as the importer does.
+ */
+export async function insertOrgs(
+  db: Db,
+  orgs: readonly { name: string; updated?: Date; slug?: string }[],
+): Promise<TestOrg[]> {
+  const out: TestOrg[] = [];
+  for (const org of orgs) {
+    const slug = org.slug ?? `${slugify(org.name)}-t${++counter}`;
+    const row = await db
+      .insertInto('orgs')
+      .values({
+        domain_cc: 'gb',
+        public_slug: slug,
+        name: org.name,
+        content_hash: `h${counter}`,
+        ...(org.updated ? { updated: sql`${org.updated.toISOString()}::timestamptz` } : {}),
+      })
+      .returning(['id', 'uid'])
+      .executeTakeFirstOrThrow();
+    await db.insertInto('org_public_domains').values({ slug, org_id: row.id }).execute();
+    out.push({ id: row.id, uid: row.uid, slug, name: org.name });
+  }
+  return out;
+}
+
+/** A rename as the importer does it: new name, version + 1, new `updated`, new public label kept with the old. */
+export async function renameOrg(db: Db, id: number, name: string): Promise<string> {
+  const slug = `${slugify(name)}-r${++counter}`;
+  await db
+    .updateTable('orgs')
+    .set({ name, public_slug: slug, version_number: sql`version_number + 1`, updated: sql`now()` })
+    .where('id', '=', id)
+    .execute();
+  await db.insertInto('org_public_domains').values({ slug, org_id: id }).execute();
+  return slug;
+}
