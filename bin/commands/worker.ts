@@ -1,0 +1,104 @@
+import type { Command } from 'commander';
+import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
+import { createDb } from '../../shared/db.js';
+import { createLogger } from '../../shared/logger.js';
+import { QUEUE_NAMES, type QueueName } from '../../shared/queues.js';
+import { createRedis } from '../../shared/redis.js';
+import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';
+
+interface WorkerCliOptions {
+  queues?: string;
+  concurrency: number;
+  lockDuration: number;
+  stalledInterval: number;
+  shutdownTimeout: number;
+}
+
+const ms = (name: string) => (value: string) => {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new CliError(`${name} must be a positive integer`);
+  return Number(value);
+};
+
+function parseQueues(value: string | undefined): QueueName[] | undefined {
+  if (value === undefined) return undefined;
+  const names = value
+    .split(',')
+    .map((q) => q.trim())
+    .filter(Boolean);
+  const unknown = names.filter((q) => !(QUEUE_NAMES as string[]).includes(q));
+  if (unknown.length > 0)
+    throw new CliError(`unknown queue ${unknown.join(', ')} (known: ${QUEUE_NAMES.join(', ')})`);
+  return names as QueueName[];
+}
+
+/** `bizdir worker`: runs the queue workers until SIGTERM/SIGINT, then shuts down under a deadline. */
+export function registerWorker(program: Command): void {
+  program
+    .command('worker')
+    .description('run the queue workers (imports, search indexing) until stopped')
+    .option(
+      '--queues <names>',
+      `comma-separated queues (default: every queue with processors; ${QUEUE_NAMES.join(', ')})`,
+    )
+    .option('--concurrency <n>', 'jobs at once per queue', ms('--concurrency'), 1)
+    .option(
+      '--lock-duration <ms>',
+      'job lock lifetime; a dead worker’s job is retried after it',
+      ms('--lock-duration'),
+      60_000,
+    )
+    .option(
+      '--stalled-interval <ms>',
+      'how often jobs of dead workers are looked for',
+      ms('--stalled-interval'),
+      30_000,
+    )
+    .option(
+      '--shutdown-timeout <ms>',
+      'how long running jobs may finish on SIGTERM',
+      ms('--shutdown-timeout'),
+      30_000,
+    )
+    .action(async (opts: WorkerCliOptions) => {
+      const config = cliConfig();
+      const queues = parseQueues(opts.queues);
+      const logger = createLogger(config, { role: 'worker' });
+      const dbHandle = createDb(databaseUrlOf(config), {
+        max: opts.concurrency * 2 + 2,
+        applicationName: 'bizdir-worker',
+      });
+      const connection = createRedis(redisUrlOf(config), 'worker');
+      const deps = createWorkerDeps(config, dbHandle.db, connection, logger);
+      let running: ReturnType<typeof startWorkers>;
+      try {
+        running = startWorkers(deps, {
+          ...(queues ? { queues } : {}),
+          concurrency: opts.concurrency,
+          lockDuration: opts.lockDuration,
+          stalledInterval: opts.stalledInterval,
+        });
+      } catch (error) {
+        connection.disconnect();
+        await dbHandle.close();
+        throw new CliError((error as Error).message);
+      }
+      process.stderr.write(`bizdir worker: running queues ${running.queues.join(', ')}\n`);
+      await new Promise<void>((resolve) => {
+        let stopping = false;
+        const stop = (signal: string) => {
+          if (stopping) return;
+          stopping = true;
+          logger.info({ signal }, 'shutting down');
+          running
+            .close(opts.shutdownTimeout)
+            .catch((err: unknown) => logger.error({ err }, 'error while closing workers'))
+            .finally(resolve);
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+      await dbHandle.close();
+      await connection.quit().catch(() => connection.disconnect());
+      process.stderr.write('bizdir worker: stopped\n');
+    });
+}

@@ -1,0 +1,38 @@
+import { UnrecoverableError } from 'bullmq';
+import { markFailed } from '../ingest/import-runs.repository.js';
+import { ImportFailedError, type ImportProgress, progressOf, runImport } from '../ingest/run-import.js';
+import type { ProcessorFactory } from './registry.js';
+
+/** Progress goes to Redis at most this often; the run row in Postgres has every batch anyway. */
+const PROGRESS_EVERY_MS = 500;
+
+/**
+ * `import-feed`: runs one import_runs row. Thin on purpose: the work and its bookkeeping are in
+ * ingest/run-import.ts; this maps failures onto BullMQ (a bad file is an UnrecoverableError, no
+ * retry) and mirrors progress into the job.
+ */
+export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => async (job) => {
+  const { runId } = job.data;
+  const logger = deps.logger.child({ runId, jobId: job.id });
+  let lastProgress = 0;
+  const onProgress = async (progress: ImportProgress) => {
+    const now = Date.now();
+    if (progress.status === 'running' && now - lastProgress < PROGRESS_EVERY_MS) return;
+    lastProgress = now;
+    await job.updateProgress({ ...progress });
+  };
+  try {
+    const run = await runImport(
+      { db: deps.db, logger, onProgress, onBatchCommitted: deps.orgsChanged },
+      runId,
+    );
+    return progressOf(run);
+  } catch (error) {
+    if (error instanceof ImportFailedError && error.permanent) throw new UnrecoverableError(error.message);
+    // Out of attempts: the run row must not stay "running" for ever.
+    if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+      await markFailed(deps.db, runId, error instanceof Error ? error.message : String(error));
+    }
+    throw error;
+  }
+};

@@ -1,0 +1,86 @@
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { markFailed } from '../ingest/import-runs.repository.js';
+import type { Config } from '../shared/config.js';
+import type { Db } from '../shared/db.js';
+import type { Logger } from '../shared/logger.js';
+import type { QueueName } from '../shared/queues.js';
+import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
+
+export interface WorkerOptions {
+  /** Queues to run; default every queue with processors registered. */
+  queues?: QueueName[];
+  concurrency?: number;
+  /** How long a job's lock lives without renewal; a dead worker's job is retried after it. */
+  lockDuration?: number;
+  /** How often stalled jobs (of dead workers) are looked for. */
+  stalledInterval?: number;
+}
+
+export interface RunningWorkers {
+  queues: QueueName[];
+  workers: { close(force?: boolean): Promise<void> }[];
+  /** Lets running jobs finish for up to `timeoutMs`, then stops them (they are retried elsewhere). */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export function createWorkerDeps(config: Config, db: Db, connection: Redis, logger: Logger): WorkerDeps {
+  return {
+    config,
+    db,
+    connection,
+    logger,
+    // Search engineer: enqueue `index-orgs` here (a no-op until search indexing lands).
+    orgsChanged: async () => {},
+  };
+}
+
+/**
+ * Starts one BullMQ worker per queue. Throws before taking any job when a queue lacks a processor.
+ */
+export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): RunningWorkers {
+  const queues = options.queues ?? registeredQueues();
+  // Build every processor first: a missing one refuses the whole start, before any job is taken.
+  const processors = queues.map((q) => [q, queueProcessor(q, deps)] as const);
+  const workers = processors.map(([queue, processor]) => {
+    const worker = new Worker(queue, processor, {
+      connection: deps.connection,
+      prefix: deps.config.queuePrefix,
+      concurrency: options.concurrency ?? 1,
+      lockDuration: options.lockDuration ?? 60_000,
+      stalledInterval: options.stalledInterval ?? 30_000,
+      maxStalledCount: 2,
+    });
+    const log = deps.logger.child({ queue });
+    worker.on('error', (err) => log.error({ err }, 'worker error'));
+    worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled; it will be retried'));
+    worker.on('completed', (job) => log.info({ jobId: job.id, name: job.name }, 'job completed'));
+    worker.on('failed', (job, err) => {
+      log.warn({ jobId: job?.id, name: job?.name, err: err.message }, 'job failed');
+      // A job that failed for good without its processor seeing it (e.g. stalled too often).
+      if (job?.finishedOn && job.name === 'import-feed') {
+        const { runId } = job.data as { runId: number };
+        markFailed(deps.db, runId, err.message).catch(() => {});
+      }
+    });
+    return worker;
+  });
+  deps.logger.info({ queues }, 'workers started');
+  return {
+    queues,
+    workers,
+    async close(timeoutMs = 30_000) {
+      let timer: NodeJS.Timeout | undefined;
+      const graceful = Promise.all(workers.map((w) => w.close()));
+      const deadline = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      });
+      const outcome = await Promise.race([graceful.then(() => 'closed' as const), deadline]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') {
+        deps.logger.warn({ timeoutMs }, 'jobs still running at the shutdown deadline; stopping them');
+        await Promise.all(workers.map((w) => w.close(true)));
+      }
+    },
+  };
+}
