@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify';
+import { createAccount, type NewAccount } from '../../api/accounts/account.service.js';
+import { buildApp } from '../../api/app.js';
+import { loadConfig } from '../../shared/config.js';
+import type { Db } from '../../shared/db.js';
+import { TEST_REDIS_URL } from './env.js';
+
+export const SUFFIX = 'bizdir.test';
+
+export interface TestApiOptions {
+  databaseUrl: string;
+  /** Redis namespace of this test (testQueuePrefix().prefix). */
+  prefix: string;
+  redisUrl?: string;
+  clock?: () => Date;
+}
+
+/** A real app on the test's own database and Redis prefix, exercised through inject(). */
+export async function startTestApi(opts: TestApiOptions): Promise<FastifyInstance> {
+  const config = loadConfig({
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: opts.redisUrl ?? TEST_REDIS_URL,
+    QUEUE_PREFIX: opts.prefix,
+    DOMAIN_SUFFIX: SUFFIX,
+    LOG_LEVEL: 'silent',
+  });
+  const app = await buildApp({ config, ...(opts.clock ? { clock: opts.clock } : {}) });
+  await app.ready();
+  return app;
+}
+
+export function newAccount(db: Db, credits = 1_000, anchorDate = '2026-01-15'): Promise<NewAccount> {
+  return createAccount(db, { name: 'Test account', credits, anchorDate });
+}
+
+/** GET with a key, parsed. */
+export async function get(app: FastifyInstance, path: string, apiKey?: string) {
+  const sep = path.includes('?') ? '&' : '?';
+  const url = apiKey === undefined ? path : `${path}${sep}api_key=${encodeURIComponent(apiKey)}`;
+  const res = await app.inject({ method: 'GET', url });
+  return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers };
+}
+
+export async function postJson(app: FastifyInstance, path: string, apiKey: string, body: unknown) {
+  const res = await app.inject({
+    method: 'POST',
+    url: `${path}?api_key=${encodeURIComponent(apiKey)}`,
+    headers: { 'content-type': 'application/json' },
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers };
+}
+
+/** Field names of an object, sorted: compared with lists written out from the spec. */
+export const keysOf = (value: unknown) => Object.keys(value as object).sort();
