@@ -1,0 +1,111 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { type CsvRecord, openCsv } from '../ingest/csv.js';
+import { FeedFormatError } from '../shared/errors.js';
+
+/** Feeds text in small chunks so records and multi-byte characters straddle chunk edges. */
+function streamOf(text: string | Buffer, chunk = 7): Readable {
+  const buf = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
+  const parts: Buffer[] = [];
+  for (let i = 0; i < buf.length; i += chunk) parts.push(buf.subarray(i, i + chunk));
+  return Readable.from(parts);
+}
+
+async function readAll(text: string | Buffer, batchSize = 2) {
+  const csv = await openCsv(streamOf(text), { batchSize });
+  const records: CsvRecord[] = [];
+  const sizes: number[] = [];
+  for await (const batch of csv.batches) {
+    sizes.push(batch.length);
+    records.push(...batch);
+  }
+  return { header: csv.header, records, sizes };
+}
+
+describe('CSV reading', () => {
+  it('trims header names, keeps every value a string, and handles doubled quotes and commas', async () => {
+    const { header, records } = await readAll(
+      'CompanyName, CompanyNumber, Zip\n"ACME ""BEST"" WIDGETS, LTD","07687209","00123"\n',
+    );
+    expect(header).toEqual(['CompanyName', 'CompanyNumber', 'Zip']);
+    expect(records).toEqual([
+      {
+        line: 2,
+        raw: '"ACME ""BEST"" WIDGETS, LTD","07687209","00123"',
+        fields: ['ACME "BEST" WIDGETS, LTD', '07687209', '00123'],
+      },
+    ]);
+  });
+
+  it.each([
+    ['LF', '\n'],
+    ['CRLF', '\r\n'],
+  ])('reads %s files with quoted line breaks and gives physical line numbers', async (_name, eol) => {
+    const text = ['a,b', '"1","x"', `"2","two${eol}lines"`, '', '"3","É’Ü"', ''].join(eol);
+    const { records } = await readAll(text);
+    expect(records.map((r) => [r.line, r.fields])).toEqual([
+      [2, ['1', 'x']],
+      [3, ['2', `two${eol}lines`]],
+      [6, ['3', 'É’Ü']],
+    ]);
+    expect(records[0]!.raw).toBe('"1","x"');
+  });
+
+  it('delivers batches of the asked size and reads the last record without a final newline', async () => {
+    const { records, sizes } = await readAll('h\n"1"\n"2"\n"3"\n"4"\n"5"', 2);
+    expect(sizes).toEqual([2, 2, 1]);
+    expect(records.map((r) => r.fields[0])).toEqual(['1', '2', '3', '4', '5']);
+  });
+
+  it('leaves a wrong column count for the caller to see, and strips a byte-order mark', async () => {
+    const { header, records } = await readAll('\uFEFFa,b,c\n"1","2"\n"1","2","3","4"\n');
+    expect(header).toEqual(['a', 'b', 'c']);
+    expect(records.map((r) => r.fields.length)).toEqual([2, 4]);
+  });
+
+  it('marks a record with an unbalanced quote and goes on after it', async () => {
+    const { records } = await readAll(`a,b\n"1","ok"\n"2","broken\n"3","ok"\n`);
+    // Quote parity joins the broken line with the next one; papaparse then flags the result.
+    expect(records[0]).toMatchObject({ line: 2, fields: ['1', 'ok'] });
+    expect(records.length).toBeGreaterThanOrEqual(2);
+    expect(records.slice(1).some((r) => r.error !== undefined || r.fields.length !== 2)).toBe(true);
+  });
+
+  it('resynchronises after a stray quote instead of swallowing the rest of the file', async () => {
+    const rows = Array.from({ length: 50 }, (_, i) => `"${i}","row"`);
+    const text = ['a,b', '"bad,x', ...rows].join('\n');
+    const csv = await openCsv(streamOf(text, 64), { batchSize: 100, maxRecordChars: 200 });
+    const records: CsvRecord[] = [];
+    for await (const b of csv.batches) records.push(...b);
+    expect(records[0]).toMatchObject({ line: 2, error: expect.stringMatching(/unbalanced/) });
+    expect(records.filter((r) => !r.error && r.fields[1] === 'row').length).toBeGreaterThan(40);
+    expect(records.at(-1)).toMatchObject({ line: 52, fields: ['49', 'row'] });
+  });
+
+  it('refuses an empty file and a binary file', async () => {
+    await expect(openCsv(streamOf(''))).rejects.toThrow(FeedFormatError);
+    await expect(openCsv(streamOf(''))).rejects.toThrow(/empty/);
+    const binary = Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x00, 0x00, 0xff, 0xfe, 0x0a, 0x01]);
+    await expect(openCsv(streamOf(binary))).rejects.toThrow(/not CSV/);
+  });
+
+  it('reads only as far as the consumer asks (back-pressure)', async () => {
+    let pulled = 0;
+    const lines = ['h', ...Array.from({ length: 10_000 }, (_, i) => `"${i}"`)].join('\n');
+    const buf = Buffer.from(lines);
+    const source = Readable.from(
+      (function* () {
+        for (let i = 0; i < buf.length; i += 1024) {
+          pulled += 1024;
+          yield buf.subarray(i, i + 1024);
+        }
+      })(),
+    );
+    const csv = await openCsv(source, { batchSize: 10 });
+    const first = await csv.batches.next();
+    expect(first.value).toHaveLength(10);
+    // Only a few chunks are read for one batch of ten short records, not the whole 60 KB.
+    expect(pulled).toBeLessThan(buf.length / 2);
+    await csv.batches.return(undefined);
+  });
+});
