@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
+import { opsPlugin } from './ops/ops.plugin.js';
 import { creditsPlugin } from './plugins/credits.plugin.js';
 import { errorsPlugin } from './plugins/errors.plugin.js';
 import { infraPlugin } from './plugins/infra.plugin.js';
@@ -38,6 +39,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerPlugin);
   await app.register(infraPlugin, { config: deps.config, clock: deps.clock ?? (() => new Date()) });
+  // Operations (issue 6): request metrics hook for every route registered after it, and, with
+  // ADMIN_TOKEN set, /metrics and the /admin/queues dashboard.
+  await app.register(opsPlugin);
   await app.register(creditsPlugin, {
     ...(deps.keyCacheTtlMs !== undefined ? { keyCacheTtlMs: deps.keyCacheTtlMs } : {}),
   });

@@ -1,10 +1,9 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import type { Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { createQueue } from '../../jobs/queue.js';
 import { LOCAL_DEFAULTS } from '../../shared/config.js';
 import { QUEUE_NAMES } from '../../shared/queues.js';
 import { createRedis } from '../../shared/redis.js';
@@ -47,9 +46,11 @@ export const opsPlugin = fp(
     const connection = createRedis(app.config.redisUrl ?? LOCAL_DEFAULTS.redisUrl, 'producer', {
       commandTimeout: 2_000,
     });
-    const queues = QUEUE_NAMES.map((name) =>
-      createQueue(name, { connection, prefix: app.config.queuePrefix }),
-    );
+    const queues = QUEUE_NAMES.map((name) => {
+      const queue = new Queue(name, { connection, prefix: app.config.queuePrefix });
+      queue.on('error', () => {});
+      return queue;
+    });
     const metrics = createMetrics({
       db: app.db,
       queues,
@@ -69,7 +70,7 @@ export const opsPlugin = fp(
     });
 
     const token = app.config.adminToken;
-    if (token) await app.register(adminRoutes, { token, metrics, queues: queues as unknown as Queue[] });
+    if (token) await app.register(adminRoutes, { token, metrics, queues });
   },
   { name: 'bizdir-ops', dependencies: ['bizdir-infra'] },
 );
