@@ -6,6 +6,7 @@ import { registerImport } from './commands/import.js';
 import { registerImports } from './commands/imports.js';
 import { registerKeys } from './commands/keys.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerReindex } from './commands/reindex.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerServe } from './commands/serve.js';
 import { registerWorker } from './commands/worker.js';
@@ -24,6 +25,7 @@ registerAccounts(program);
 registerKeys(program);
 registerServe(program);
 registerSchedule(program);
+registerReindex(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -5,7 +5,9 @@ import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
+import { indexOrgsNotifier } from './index-orgs.processor.js';
 import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
+import { startScheduleReconciler } from './schedules/reconciler.js';
 
 export interface WorkerOptions {
   /** Queues to run; default every queue with processors registered. */
@@ -30,8 +32,7 @@ export function createWorkerDeps(config: Config, db: Db, connection: Redis, logg
     db,
     connection,
     logger,
-    // Search engineer: enqueue `index-orgs` here (a no-op until search indexing lands).
-    orgsChanged: async () => {},
+    orgsChanged: indexOrgsNotifier(config, connection),
   };
 }
 
@@ -66,10 +67,14 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     return worker;
   });
   deps.logger.info({ queues }, 'workers started');
+  // Schedules (issue 6): Postgres holds them; the workers that run the import queue re-create
+  // BullMQ's job schedulers from it at start and every minute, so a Redis flush loses none.
+  const reconciler = queues.includes('import') ? startScheduleReconciler(deps) : undefined;
   return {
     queues,
     workers,
     async close(timeoutMs = 30_000) {
+      await reconciler?.stop();
       let timer: NodeJS.Timeout | undefined;
       const graceful = Promise.all(workers.map((w) => w.close()));
       const deadline = new Promise<'timeout'>((resolve) => {

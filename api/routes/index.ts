@@ -3,6 +3,7 @@ import { contactRoutes } from './contact.routes.js';
 import { healthRoutes } from './health.routes.js';
 import { locationRoutes } from './location.routes.js';
 import { orgRoutes } from './org.routes.js';
+import { searchRoutes } from './search.routes.js';
 
 /**
  * Every route plugin of the API, registered in this order by buildApp. To add routes (search), write
@@ -12,6 +13,7 @@ import { orgRoutes } from './org.routes.js';
  */
 export const ROUTE_PLUGINS: readonly FastifyPluginAsync[] = [
   healthRoutes,
+  searchRoutes,
   orgRoutes,
   locationRoutes,
   contactRoutes,

@@ -5,6 +5,7 @@ import {
   MeilisearchError,
   type Task,
 } from 'meilisearch';
+import { type Config, LOCAL_DEFAULTS } from '../config.js';
 import { ORG_INDEX_PRIMARY_KEY, ORG_INDEX_SETTINGS, REQUIRED_FEATURES } from './index-definition.js';
 
 /**
@@ -95,4 +96,9 @@ export async function ensureOrgIndex(client: Meilisearch, uid: string): Promise<
     }
   }
   await succeeded(client.index(uid).updateSettings(ORG_INDEX_SETTINGS));
+}
+
+/** Where Meilisearch is for this process: configured, else the local default. */
+export function meiliConnectionOf(config: Pick<Config, 'meiliUrl' | 'meiliMasterKey'>): MeiliConnection {
+  return { url: config.meiliUrl ?? LOCAL_DEFAULTS.meiliUrl, apiKey: config.meiliMasterKey };
 }

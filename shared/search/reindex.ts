@@ -29,6 +29,11 @@ export interface ReindexOptions {
   /** Document tasks in flight at once. */
   depth?: number;
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Called between chunks (at most every couple of seconds) to keep the live index in sync while
+   * the rebuild runs, for when the rebuild occupies the worker that would otherwise do it.
+   */
+  sync?: () => Promise<unknown>;
 }
 
 export interface ReindexResult {
@@ -49,6 +54,7 @@ async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptio
   const inFlight: Promise<unknown>[] = [];
   let lastId = 0;
   let done = 0;
+  let lastSync = Date.now();
   try {
     for (;;) {
       const rows = await deps.db
@@ -68,6 +74,10 @@ async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptio
       done += rows.length;
       if (inFlight.length >= depth) await inFlight.shift();
       options.onProgress?.(done, Math.max(total.n, done));
+      if (options.sync && Date.now() - lastSync > 2_000) {
+        await options.sync();
+        lastSync = Date.now();
+      }
     }
     await Promise.all(inFlight);
   } finally {

@@ -4,6 +4,7 @@ import { buildApp } from '../../api/app.js';
 import { loadConfig } from '../../shared/config.js';
 import type { Db } from '../../shared/db.js';
 import { TEST_REDIS_URL } from './env.js';
+import { meiliEnv, testIndexName } from './meili.js';
 
 export const SUFFIX = 'bizdir.test';
 
@@ -13,6 +14,8 @@ export interface TestApiOptions {
   prefix: string;
   redisUrl?: string;
   clock?: () => Date;
+  /** Search index of this test (testIndexName()); default: a fresh unique name. */
+  meiliIndex?: string;
 }
 
 /** A real app on the test's own database and Redis prefix, exercised through inject(). */
@@ -23,6 +26,8 @@ export async function startTestApi(opts: TestApiOptions): Promise<FastifyInstanc
     QUEUE_PREFIX: opts.prefix,
     DOMAIN_SUFFIX: SUFFIX,
     LOG_LEVEL: 'silent',
+    // The run's private Meilisearch: the app never touches a local one (or a user's index).
+    ...meiliEnv(opts.meiliIndex ?? testIndexName('api')),
   });
   const app = await buildApp({ config, ...(opts.clock ? { clock: opts.clock } : {}) });
   await app.ready();

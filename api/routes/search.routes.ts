@@ -1,0 +1,113 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsync } from 'fastify';
+import Type from 'typebox';
+import { badRequest, serviceUnavailable } from '../../shared/errors.js';
+import {
+  createMeiliClient,
+  ensureOrgIndex,
+  INDEXING_TIMEOUT_MS,
+  meiliConnectionOf,
+  SearchUnavailableError,
+} from '../../shared/search/meili-client.js';
+import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../shared/search/org-search.js';
+import { searchOrgs } from '../../shared/search/search-orgs.js';
+import { findOrgsByIds } from '../read-models/org.read-model.js';
+import { ApiKeyQuery, meteredErrors, RequestMetaSchema } from '../schemas/common.schema.js';
+import { OrgSchema } from '../schemas/org.schema.js';
+import { toOrgView } from '../views/org.view.js';
+import { checkWindow, PaginationQuery } from './pagination.js';
+
+const SORT_LIST = ORG_SORTS.join(', ');
+
+const OrgsListSchema = Type.Object(
+  {
+    total: Type.Integer({ description: 'Exact number of matching Orgs, whatever the page.' }),
+    results: Type.Array(OrgSchema),
+  },
+  { title: 'OrgsList' },
+);
+
+const isSort = (value: string): value is OrgSort => (ORG_SORTS as readonly string[]).includes(value);
+
+/**
+ * GET /v1/org/search: Meilisearch finds the ids and their order (shared/search), Postgres supplies
+ * the Orgs through the same read model as GET /v1/org/{domain}, so a result is never staler than
+ * the database. An unreachable Meilisearch answers 503 within the query timeout.
+ */
+export const searchRoutes: FastifyPluginAsync = async (root) => {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const config = app.config;
+  const meili = createMeiliClient(meiliConnectionOf(config));
+  const indexUid = config.meiliIndex;
+
+  // Settings are applied at start-up; a Meilisearch that is not up yet must not stop the API.
+  app.addHook('onReady', async () => {
+    ensureOrgIndex(createMeiliClient(meiliConnectionOf(config), INDEXING_TIMEOUT_MS), indexUid).catch((err) =>
+      app.log.warn(
+        { err: (err as Error).message },
+        'search index settings not applied (Meilisearch unreachable?)',
+      ),
+    );
+  });
+
+  app.get(
+    '/v1/org/search',
+    {
+      config: { metered: true },
+      schema: {
+        tags: ['orgs'],
+        summary: 'Search Orgs by name (substring, case-insensitive) or exact domain',
+        description:
+          'An Org matches when its name contains `q` (case-insensitive; accents are significant), or when ' +
+          '`q` equals one of its domains (stable or public, including earlier public domains). Results are ' +
+          'full Org objects as returned by GET /v1/org/{domain}. `total` is the exact number of matches.',
+        security: [{ http_api_key: [] }],
+        querystring: Type.Object({
+          ...ApiKeyQuery,
+          q: Type.Optional(
+            Type.String({
+              maxLength: MAX_Q_LENGTH,
+              description: `Search term, at most ${MAX_Q_LENGTH} characters. Missing or empty: every Org.`,
+            }),
+          ),
+          sort: Type.Optional(
+            Type.String({
+              default: 'name',
+              description:
+                'Order: `name` (A to Z, default), `-name` (Z to A), `updated` (oldest first), `-updated` ' +
+                '(newest first), `relevance` (exact domain or whole name, then name prefix, then word ' +
+                'prefix, then anywhere). Ties break by stable domain.',
+              examples: [...ORG_SORTS],
+            }),
+          ),
+          ...PaginationQuery,
+        }),
+        response: {
+          200: Type.Object({ orgs: OrgsListSchema, request: RequestMetaSchema }),
+          ...meteredErrors,
+        },
+      },
+    },
+    async (request) => {
+      const { q = '', sort = 'name', limit, offset } = request.query;
+      if (!isSort(sort)) throw badRequest(`sort must be one of ${SORT_LIST}`);
+      checkWindow(limit, offset);
+      let page: Awaited<ReturnType<typeof searchOrgs>>;
+      try {
+        page = await searchOrgs(
+          { db: app.db, meili, indexUid, domainSuffix: config.domainSuffix },
+          { q, sort, limit, offset },
+        );
+      } catch (error) {
+        if (error instanceof SearchUnavailableError)
+          throw serviceUnavailable('Search is temporarily unavailable');
+        throw error;
+      }
+      const orgs = await findOrgsByIds(app.db, page.ids);
+      return {
+        orgs: { total: page.total, results: orgs.map((o) => toOrgView(o, config.domainSuffix)) },
+        request: await request.settleCredit(),
+      };
+    },
+  );
+};

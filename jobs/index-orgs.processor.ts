@@ -1,0 +1,75 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../shared/config.js';
+import type { JobName } from '../shared/queues.js';
+import {
+  createMeiliClient,
+  ensureOrgIndex,
+  INDEXING_TIMEOUT_MS,
+  meiliConnectionOf,
+} from '../shared/search/meili-client.js';
+import { syncOutbox } from '../shared/search/org-sync.js';
+import { reindex } from '../shared/search/reindex.js';
+import { createQueue } from './queue.js';
+import type { ProcessorFactory } from './registry.js';
+
+const INDEX_JOB: JobName<'index'> = 'index-orgs';
+
+/** How often a worker sweeps the outbox even when nobody asked: catch-up after Meilisearch was down. */
+export const SWEEP_EVERY_MS = 5_000;
+
+/**
+ * `index-orgs`: drains the search outbox into Meilisearch (shared/search/org-sync.ts). The payload
+ * only says why; Postgres (search_outbox) says what. A Meilisearch failure fails the job and leaves
+ * the outbox as it was; the job's retries and the recurring sweep pick it up again.
+ */
+export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
+  const meili = createMeiliClient(meiliConnectionOf(deps.config), INDEXING_TIMEOUT_MS);
+  const indexUid = deps.config.meiliIndex;
+  let settingsApplied = false;
+  // The sweep is reconciled when a worker for this queue starts (idempotent across workers).
+  const queue = createQueue('index', { connection: deps.connection, prefix: deps.config.queuePrefix });
+  queue
+    .upsertJobScheduler(
+      INDEX_JOB,
+      { every: SWEEP_EVERY_MS },
+      { name: INDEX_JOB, data: { reason: 'sweep' }, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    )
+    .catch((err: Error) => deps.logger.warn({ err: err.message }, 'index sweep not scheduled'));
+  return async (job) => {
+    if (!settingsApplied) {
+      await ensureOrgIndex(meili, indexUid);
+      settingsApplied = true;
+    }
+    const sync = () => syncOutbox({ db: deps.db, meili, indexUid });
+    if (job.data.rebuild) {
+      const result = await reindex(
+        { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
+        {
+          sync,
+          onProgress: (done, total) => {
+            job.updateProgress({ done, total }).catch(() => {});
+          },
+        },
+      );
+      deps.logger.info({ ...result }, 'search index rebuilt');
+      return result;
+    }
+    const result = await sync();
+    if (result.batches > 0) deps.logger.info({ reason: job.data.reason, ...result }, 'search index updated');
+    return result;
+  };
+};
+
+/**
+ * The hook the importer calls after each committed batch (WorkerDeps.orgsChanged): asks for an
+ * index run. The changed ids are already in search_outbox (written by trigger in the same
+ * transaction), so the job carries none.
+ */
+export function indexOrgsNotifier(config: Pick<Config, 'queuePrefix'>, connection: Redis) {
+  let queue: ReturnType<typeof createQueue<'index'>> | undefined;
+  return async (orgIds: number[]): Promise<void> => {
+    if (orgIds.length === 0) return;
+    queue ??= createQueue('index', { connection, prefix: config.queuePrefix });
+    await queue.add(INDEX_JOB, { reason: 'import' }, { removeOnComplete: 100, removeOnFail: 100 });
+  };
+}

@@ -1,0 +1,169 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Meilisearch } from 'meilisearch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
+import { loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
+import { createRedis } from '../shared/redis.js';
+import { createMeiliClient, ensureOrgIndex, INDEXING_TIMEOUT_MS } from '../shared/search/meili-client.js';
+import { startMeiliServer } from '../shared/search/meili-server.js';
+import { pendingChanges, syncOutbox } from '../shared/search/org-sync.js';
+import { searchOrgs } from '../shared/search/search-orgs.js';
+import { driftCount, verifyIndex } from '../shared/search/verify.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { TEST_REDIS_URL } from './support/env.js';
+import { importFeed } from './support/import.js';
+import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+import { testQueuePrefix } from './support/redis.js';
+import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+
+const SUFFIX = 'bizdir.test';
+
+function registerFile(rows: [number: string, name: string][]): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-search-'));
+  const file = path.join(dir, 'registrar.csv');
+  writeFileSync(file, registrarCsv(rows.map(([n, name]) => registrarFields(n, name))));
+  return file;
+}
+
+/** Waits for eventual consistency (the index follows Postgres within seconds), never for a fixed time. */
+async function eventually<T>(
+  probe: () => Promise<T>,
+  ok: (value: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value) || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('sync through the index queue', () => {
+  let t: TestDb;
+  const queue = testQueuePrefix();
+  const indexUid = testIndexName('sync');
+  let meili: Meilisearch;
+  let stopWorkers: () => Promise<void>;
+  let orgsChanged: (ids: number[]) => Promise<void>;
+
+  beforeAll(async () => {
+    t = await createTestDb();
+    meili = testMeiliClient();
+    const config = loadConfig({
+      DATABASE_URL: t.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: queue.prefix,
+      LOG_LEVEL: 'silent',
+      ...meiliEnv(indexUid),
+    });
+    const connection = createRedis(TEST_REDIS_URL, 'worker');
+    const deps = createWorkerDeps(config, t.db, connection, createLogger(config));
+    orgsChanged = deps.orgsChanged;
+    const workers = startWorkers(deps, { queues: ['index'] });
+    stopWorkers = async () => {
+      await workers.close(5_000);
+      connection.disconnect();
+    };
+  });
+
+  afterAll(async () => {
+    await stopWorkers?.();
+    await queue.cleanup();
+    await meili?.deleteIndexIfExists(indexUid);
+    await t?.drop();
+  });
+
+  const find = (q: string) =>
+    searchOrgs(
+      { db: t.db, meili: createMeiliClient(testMeiliConnection()), indexUid, domainSuffix: SUFFIX },
+      { q, sort: 'name', limit: 20, offset: 0 },
+    ).catch(() => ({ ids: [], total: -1 }));
+
+  it('an import reaches search through an index-orgs job; a rename finds the new name, not the old', async () => {
+    await importFeed(
+      t.db,
+      'registrar',
+      registerFile([
+        ['00000001', 'ACME WIDGETS LTD'],
+        ['00000002', 'BRIDGET JONES LTD'],
+      ]),
+      { country: 'GB', onBatchCommitted: (ids) => orgsChanged(ids) },
+    );
+    const found = await eventually(
+      () => find('idget'),
+      (p) => p.total === 2,
+    );
+    expect(found.total).toBe(2);
+
+    await importFeed(
+      t.db,
+      'registrar',
+      registerFile([
+        ['00000001', 'ZENITH GADGETS LTD'],
+        ['00000002', 'BRIDGET JONES LTD'],
+      ]),
+      { country: 'GB', onBatchCommitted: (ids) => orgsChanged(ids) },
+    );
+    const renamed = await eventually(
+      () => find('zenith'),
+      (p) => p.total === 1,
+    );
+    expect(renamed.total).toBe(1);
+    expect((await find('acme')).total).toBe(0);
+    expect((await find('idget')).total).toBe(1);
+    expect(await pendingChanges(t.db)).toBe(0);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+  });
+});
+
+describe('Meilisearch down during an import', () => {
+  let t: TestDb;
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bizdir-meili-down-'));
+  const masterKey = 'down-test-master-key';
+  const indexUid = 'orgs_down';
+
+  beforeAll(async () => {
+    t = await createTestDb();
+  });
+
+  afterAll(async () => {
+    await t?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('Postgres commits, sync fails without losing anything, and the index catches up to drift 0', async () => {
+    let server = await startMeiliServer({ dataDir, masterKey, maxIndexingThreads: 1 });
+    const port = server.port;
+    const client = () => createMeiliClient({ url: server.url, apiKey: masterKey }, INDEXING_TIMEOUT_MS);
+    await ensureOrgIndex(client(), indexUid);
+    await importFeed(t.db, 'registrar', registerFile([['10000001', 'EARLY BIRD LTD']]), { country: 'GB' });
+    await syncOutbox({ db: t.db, meili: client(), indexUid });
+    await server.stop();
+
+    const rows: [string, string][] = Array.from({ length: 300 }, (_, i) => [
+      String(20_000_000 + i),
+      `DOWNTIME TRADING ${i} LTD`,
+    ]);
+    const run = await importFeed(t.db, 'registrar', registerFile(rows), { country: 'GB', batchSize: 100 });
+    expect(run.status).toBe('succeeded');
+    await expect(syncOutbox({ db: t.db, meili: client(), indexUid })).rejects.toThrow();
+    expect(await pendingChanges(t.db)).toBe(300);
+
+    server = await startMeiliServer({ dataDir, masterKey, port, maxIndexingThreads: 1 });
+    try {
+      const result = await syncOutbox({ db: t.db, meili: client(), indexUid });
+      expect(result.indexed).toBe(300);
+      expect(await pendingChanges(t.db)).toBe(0);
+      const report = await verifyIndex(t.db, client(), indexUid);
+      expect(report.orgs).toBe(301);
+      expect(driftCount(report)).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
+});
