@@ -128,6 +128,11 @@ function classify(error: unknown): ImportFailedError {
   if (error instanceof ImportFailedError) return error;
   if (error instanceof FeedFormatError) return new ImportFailedError(error.message, true);
   if (error instanceof SourceError) return new ImportFailedError(error.message, error.permanent);
+  // zlib's errors (Z_DATA_ERROR, Z_BUF_ERROR: truncated or corrupt .gz) will not heal on retry.
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && code.startsWith('Z_')) {
+    return new ImportFailedError(`corrupt compressed data (${(error as Error).message})`, true);
+  }
   const message = error instanceof Error ? error.message : String(error);
   return new ImportFailedError(message, false);
 }

@@ -122,13 +122,10 @@ function wrap(
   const out = new PassThrough({ highWaterMark: 256 * 1024 });
   // pipeline forwards back-pressure; a failure of any stage is raised on `out`.
   const piped = gunzip ? pipeline(raw, count.stream, createGunzip(), out) : pipeline(raw, count.stream, out);
+  // pipeline destroys `out` with the first error of any stage; the reader sees it there (run-import
+  // classifies zlib's errors as a corrupt file). This catch only keeps the rejection handled.
   piped.catch((error: unknown) => {
-    const message = error instanceof Error ? error.message : String(error);
-    const wrapped =
-      (error as { code?: string }).code === 'Z_DATA_ERROR' || /unexpected end of file/i.test(message)
-        ? new SourceError(`${location}: corrupt gzip data (${message})`, true)
-        : error;
-    if (!out.destroyed) out.destroy(wrapped as Error);
+    if (!out.destroyed) out.destroy(error as Error);
   });
   let closed = false;
   return {

@@ -1,0 +1,310 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createRun, getRun } from '../ingest/import-runs.repository.js';
+import { ImportFailedError, runImport } from '../ingest/run-import.js';
+import type { Db } from '../shared/db.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { importFeed } from './support/import.js';
+import { type RegistrarFields, registrarCsv, registrarFields } from './support/registrar-csv.js';
+import { registerState } from './support/registrar-state.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-registrar-'));
+const file = (name: string, content: string | Buffer) => {
+  const p = path.join(dir, name);
+  writeFileSync(p, content);
+  return p;
+};
+
+/** Versions and update times, to prove that a no-op import wrote nothing. */
+async function stamps(db: Db) {
+  const { rows } = await sql<{ n: string; v: number; u: Date; av: number; au: Date }>`
+    select o.registration_number as n, o.version_number as v, o.updated as u, a.version_number as av, a.updated as au
+    from orgs o join addresses a on a.id = o.registered_address_id order by 1`.execute(db);
+  return rows.map((r) => ({ ...r, u: r.u.toISOString(), au: r.au.toISOString() }));
+}
+
+const FIXTURE = 'test/fixtures/registrar-small.csv';
+
+let t: TestDb;
+beforeAll(async () => {
+  t = await createTestDb();
+});
+afterAll(async () => {
+  await t?.drop();
+});
+
+async function clear(db: Db) {
+  await sql`truncate orgs, addresses, org_public_domains, public_slug_counters, import_run_keys, import_rejects, import_runs restart identity cascade`.execute(
+    db,
+  );
+}
+
+describe('registrar import', () => {
+  beforeEach(async () => {
+    await clear(t.db);
+  });
+
+  it('loads new companies at version 1 with their registered address, and quarantines bad rows', async () => {
+    const run = await importFeed(t.db, 'registrar', FIXTURE);
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      rows_read: 10,
+      inserted: 8,
+      updated: 0,
+      unchanged: 0,
+      rejected: 2,
+      warnings: 1,
+      checkpoint_rows: 10,
+    });
+    const state = await registerState(t.db);
+    expect(state).toHaveLength(8);
+    expect(state.find((o) => o.registration_number === 'SC612345')).toMatchObject({
+      name: 'GLEN ORRIN DISTILLERS LTD',
+      informal_name: 'GLEN ORRIN DISTILLERS',
+      public_slug: 'glen-orrin-distillers-ltd',
+      slugs: ['glen-orrin-distillers-ltd'],
+      sic_code: '11010',
+      registration_date: '2016-03-14',
+      domain_cc: 'gb',
+      version_number: 1,
+      line1: 'UNIT 4 GLEN ORRIN ESTATE',
+      state: 'ROSS-SHIRE',
+      country_code: 'GB',
+      address_version: 1,
+    });
+    expect(state.find((o) => o.registration_number === 'FC031234')).toMatchObject({ country_code: 'DE' });
+    expect(state.find((o) => o.registration_number === '12345680')).toMatchObject({
+      registration_date: null,
+    });
+    const issues = await t.db
+      .selectFrom('import_rejects')
+      .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
+      .where('run_id', '=', run.id)
+      .orderBy('line_number')
+      .execute();
+    expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
+      ['warning', 9, 'IncorporationDate', 'impossible date "31/02/2019"'],
+      ['rejected', 10, 'CompanyNumber', 'missing company number'],
+      ['rejected', 11, null, 'wrong column count: expected 55 fields, found 4'],
+    ]);
+    expect(issues[2]!.raw).toBe('"SHORT ROW LIMITED","12345690","","LONDON"');
+  });
+
+  it('changes nothing when the same file (LF or CRLF) is imported again', async () => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    const before = await stamps(t.db);
+    const again = await importFeed(t.db, 'registrar', FIXTURE);
+    expect(again).toMatchObject({ inserted: 0, updated: 0, unchanged: 8, rejected: 2 });
+    const crlf = await importFeed(t.db, 'registrar', 'test/fixtures/registrar-small-crlf.csv');
+    expect(crlf).toMatchObject({ inserted: 0, updated: 0, unchanged: 8, rejected: 2 });
+    expect(await stamps(t.db)).toEqual(before);
+  });
+
+  it('bumps exactly the Org and Address whose address changed', async () => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    const before = await stamps(t.db);
+    const run = await importFeed(t.db, 'registrar', 'test/fixtures/registrar-small-changed-address.csv');
+    expect(run).toMatchObject({ inserted: 0, updated: 1, unchanged: 7 });
+    const after = await stamps(t.db);
+    for (const row of after) {
+      const old = before.find((b) => b.n === row.n)!;
+      if (row.n === '07687209') {
+        expect(row).toMatchObject({ v: 2, av: 2 });
+        expect(row.u).not.toBe(old.u);
+      } else expect(row).toEqual(old);
+    }
+  });
+
+  it('bumps only the Org when only Org fields change, and keeps the old public domain after a rename', async () => {
+    const one = (fields: RegistrarFields, name = 'ACME WIDGETS LTD') =>
+      registrarCsv([registrarFields('07687209', name, fields)]);
+    await importFeed(t.db, 'registrar', file('v1.csv', one({})));
+    await importFeed(t.db, 'registrar', file('v2.csv', one({ CompanyStatus: 'Liquidation' })));
+    let [row] = await registerState(t.db);
+    expect(row).toMatchObject({ version_number: 2, address_version: 1, company_status: 'Liquidation' });
+    await importFeed(
+      t.db,
+      'registrar',
+      file('v3.csv', one({ CompanyStatus: 'Liquidation' }, 'ACME GADGETS LTD')),
+    );
+    [row] = await registerState(t.db);
+    expect(row).toMatchObject({
+      version_number: 3,
+      public_slug: 'acme-gadgets-ltd',
+      informal_name: 'ACME GADGETS',
+      slugs: ['acme-gadgets-ltd', 'acme-widgets-ltd'],
+    });
+  });
+
+  it('lets the later row win for a company number repeated in one file, counted once', async () => {
+    const rows = [
+      registrarFields('00000001', 'FIRST LTD', { 'RegAddress.PostTown': 'OLD TOWN' }),
+      registrarFields('00000002', 'SECOND LTD'),
+      registrarFields('00000001', 'FIRST LTD', { 'RegAddress.PostTown': 'NEW TOWN' }),
+      registrarFields('00000003', 'THIRD LTD'),
+      registrarFields('00000003', 'THIRD RENAMED LTD'),
+    ];
+    // Batches of 2: one repeat falls inside a batch, the other across batches.
+    const run = await importFeed(t.db, 'registrar', file('dups.csv', registrarCsv(rows)), { batchSize: 2 });
+    expect(run).toMatchObject({ rows_read: 5, inserted: 3, updated: 0, duplicates: 2 });
+    const state = await registerState(t.db);
+    expect(
+      state.map((o) => [o.registration_number, o.name, o.city, o.version_number, o.address_version]),
+    ).toEqual([
+      ['00000001', 'FIRST LTD', 'NEW TOWN', 1, 1],
+      ['00000002', 'SECOND LTD', 'LONDON', 1, 1],
+      ['00000003', 'THIRD RENAMED LTD', 'LONDON', 1, 1],
+    ]);
+  });
+
+  it('--full marks companies missing from the file as left the register, and clears it when they return', async () => {
+    const all = ['00000001', '00000002', '00000003'].map((n) => registrarFields(n, `COMPANY ${n} LTD`));
+    await importFeed(t.db, 'registrar', file('all.csv', registrarCsv(all)));
+    const partial = await importFeed(t.db, 'registrar', file('partial.csv', registrarCsv(all.slice(0, 1))), {
+      full: true,
+    });
+    expect(partial).toMatchObject({ unchanged: 1, closed: 2 });
+    let state = await registerState(t.db);
+    expect(state.map((o) => [o.registration_number, o.left_register_on !== null, o.version_number])).toEqual([
+      ['00000001', false, 1],
+      ['00000002', true, 2],
+      ['00000003', true, 2],
+    ]);
+    // A full run of the same partial file again closes nothing more.
+    const repeat = await importFeed(t.db, 'registrar', file('partial.csv', registrarCsv(all.slice(0, 1))), {
+      full: true,
+    });
+    expect(repeat).toMatchObject({ closed: 0, updated: 0 });
+    const back = await importFeed(t.db, 'registrar', file('back.csv', registrarCsv(all.slice(0, 2))));
+    expect(back).toMatchObject({ updated: 1, unchanged: 1, closed: 0 });
+    state = await registerState(t.db);
+    expect(state.map((o) => [o.registration_number, o.left_register_on !== null, o.version_number])).toEqual([
+      ['00000001', false, 1],
+      ['00000002', false, 3],
+      ['00000003', true, 2],
+    ]);
+    expect(await t.db.selectFrom('orgs').select('id').execute()).toHaveLength(3);
+    expect(
+      (await sql<{ n: number }>`select count(*)::int as n from import_run_keys`.execute(t.db)).rows[0]!.n,
+    ).toBe(0);
+  });
+
+  it('refuses a --full file without a single valid row', async () => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    const before = await registerState(t.db);
+    const onlyBad = file('bad-only.csv', registrarCsv([registrarFields('', 'NO NUMBER LTD')]));
+    await expect(importFeed(t.db, 'registrar', onlyBad, { full: true })).rejects.toThrow(
+      /at least one valid row/,
+    );
+    expect(await registerState(t.db)).toEqual(before);
+  });
+
+  it.each([
+    ['a file of another format', 'test/fixtures/not-register.csv', /missing columns CompanyName/],
+    ['an empty file', 'EMPTY', /empty/],
+    ['a binary file', 'BINARY', /not CSV/],
+    ['a missing file', '/nonexistent/registrar.csv', /file not found/],
+  ])('fails the run on %s and changes no record', async (_what, source, reason) => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    const before = await registerState(t.db);
+    const location =
+      source === 'EMPTY'
+        ? file('empty.csv', '')
+        : source === 'BINARY'
+          ? file(
+              'binary.csv',
+              Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x0d, 0x0a, 0xff, 0xfe, 0x00]),
+            )
+          : source;
+    const error = await importFeed(t.db, 'registrar', location).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ImportFailedError);
+    expect((error as ImportFailedError).permanent).toBe(true);
+    expect((error as Error).message).toMatch(reason);
+    const run = await t.db
+      .selectFrom('import_runs')
+      .selectAll()
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatch(reason);
+    expect(await registerState(t.db)).toEqual(before);
+  });
+
+  it('resumes an interrupted run from its checkpoint and ends exactly as one clean run', async () => {
+    const rows = Array.from({ length: 23 }, (_, i) =>
+      registrarFields(
+        String(1000 + i).padStart(8, '0'),
+        `COMPANY ${i} LTD`,
+        i === 5 ? { IncorporationDate: '31/02/2019' } : {},
+      ),
+    );
+    rows.splice(10, 0, registrarFields('', 'NO NUMBER LTD'));
+    rows.push(registrarFields('00001003', 'COMPANY 3 RENAMED LTD'));
+    const source = file('resume.csv', registrarCsv(rows));
+
+    const clean = await createTestDb();
+    try {
+      const reference = await importFeed(clean.db, 'registrar', source, { batchSize: 4 });
+      // The same file, but the process "dies" after the third committed batch.
+      const created = await createRun(t.db, {
+        feed: 'registrar',
+        source,
+        options: { country: 'GB', full: false },
+      });
+      let batches = 0;
+      const crash = async () => {
+        if (++batches === 3) throw new Error('worker died');
+      };
+      await expect(
+        runImport({ db: t.db, batchSize: 4, onBatchCommitted: crash }, created.id),
+      ).rejects.toThrow(/worker died/);
+      const half = await getRun(t.db, created.id);
+      expect(half).toMatchObject({ status: 'running', checkpoint_rows: 12 });
+      // The retry may cut batches differently; the result must not depend on it.
+      const resumed = await runImport({ db: t.db, batchSize: 5 }, created.id);
+      const counts = (r: typeof reference) => [
+        r.rows_read,
+        r.inserted,
+        r.updated,
+        r.unchanged,
+        r.rejected,
+        r.warnings,
+        r.duplicates,
+      ];
+      expect(counts(resumed)).toEqual(counts(reference));
+      expect(counts(resumed)).toEqual([25, 23, 0, 0, 1, 1, 1]);
+      expect(await registerState(t.db)).toEqual(await registerState(clean.db));
+      const rejects = (db: Db) =>
+        db
+          .selectFrom('import_rejects')
+          .select(['severity', 'line_number', 'reason'])
+          .orderBy('line_number')
+          .execute();
+      expect(await rejects(t.db)).toEqual(await rejects(clean.db));
+    } finally {
+      await clean.drop();
+    }
+  });
+
+  it('runs two imports of the same register one after the other, never interleaved', async () => {
+    const numbers = Array.from({ length: 300 }, (_, i) => String(i + 1).padStart(8, '0'));
+    const a = file('a.csv', registrarCsv(numbers.map((n) => registrarFields(n, `CO ${n} LTD`))));
+    const b = file(
+      'b.csv',
+      registrarCsv(numbers.map((n) => registrarFields(n, `CO ${n} LTD`, { 'RegAddress.PostTown': 'YORK' }))),
+    );
+    const [ra, rb] = await Promise.all([
+      importFeed(t.db, 'registrar', a, { batchSize: 50 }),
+      importFeed(t.db, 'registrar', b, { batchSize: 50 }),
+    ]);
+    // Whichever went first inserted everything; the other changed every address once.
+    expect(ra.inserted + rb.inserted).toBe(300);
+    expect(ra.updated + rb.updated).toBe(300);
+    const versions = await sql<{ v: number; n: number }>`
+      select version_number as v, count(*)::int as n from orgs group by 1`.execute(t.db);
+    expect(versions.rows).toEqual([{ v: 2, n: 300 }]);
+  });
+});
