@@ -43,7 +43,8 @@ export class CreditsService {
   ) {}
 
   async reserve(principal: KeyPrincipal): Promise<Reservation> {
-    const period = periodAt(principal.anchorDate, this.clock());
+    const now = this.clock();
+    const period = periodAt(principal.anchorDate, now);
     const counter = this.counters.counterKey(principal.subscriptionId, period.start);
     // At most one rebuild of each kind: the retry then finds what was just written.
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -55,7 +56,7 @@ export class CreditsService {
         await this.counters.markLive(principal.keyId);
       } else if (result === RESERVE_MISSING_COUNTER) {
         const used = await usedInPeriod(this.db, principal.subscriptionId, period.start);
-        await this.counters.seed(counter, used, period.next);
+        await this.counters.seed(counter, used, period, now);
       }
     }
     throw new Error('credit counters could not be rebuilt');

@@ -66,9 +66,13 @@ export class RedisCounters {
     await this.redis.set(this.liveKey(keyId), '1', 'EX', LIVE_TTL_SECONDS);
   }
 
-  /** Seeds a lost counter from the ledger; NX so a counter another process already seeded wins. */
-  async seed(counter: string, used: number, periodEnd: Date): Promise<void> {
-    await this.redis.set(counter, String(used), 'PXAT', periodEnd.getTime() + COUNTER_GRACE_MS, 'NX');
+  /**
+   * Seeds a lost counter from the ledger; NX so a counter another process already seeded wins.
+   * The lifetime is relative (the rest of the period, plus grace), as the app's clock need not be Redis's.
+   */
+  async seed(counter: string, used: number, period: { next: Date }, now: Date): Promise<void> {
+    const ttl = Math.max(60_000, period.next.getTime() - now.getTime()) + COUNTER_GRACE_MS;
+    await this.redis.set(counter, String(used), 'PX', ttl, 'NX');
   }
 
   async refund(counter: string): Promise<void> {

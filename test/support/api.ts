@@ -1,10 +1,15 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createAccount, type NewAccount } from '../../api/accounts/account.service.js';
 import { buildApp } from '../../api/app.js';
 import { loadConfig } from '../../shared/config.js';
 import type { Db } from '../../shared/db.js';
 import { TEST_REDIS_URL } from './env.js';
+import { importFeed } from './import.js';
 import { meiliEnv, testIndexName } from './meili.js';
+import { registrarCsv, registrarFields } from './registrar-csv.js';
 
 export const SUFFIX = 'bizdir.test';
 
@@ -58,3 +63,12 @@ export async function postJson(app: FastifyInstance, path: string, apiKey: strin
 
 /** Field names of an object, sorted: compared with lists written out from the spec. */
 export const keysOf = (value: unknown) => Object.keys(value as object).sort();
+
+/** Loads one registered Org through the real registrar importer; returns its public domain. */
+export async function importOneOrg(db: Db, name = 'ACME WIDGETS LTD', number = '01234567'): Promise<string> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-api-'));
+  const file = path.join(dir, 'registrar.csv');
+  writeFileSync(file, registrarCsv([registrarFields(number, name)]));
+  await importFeed(db, 'registrar', file, { country: 'GB' });
+  return `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.${SUFFIX}`;
+}
