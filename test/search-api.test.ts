@@ -1,0 +1,115 @@
+import type { FastifyInstance } from 'fastify';
+import type { Meilisearch } from 'meilisearch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../api/app.js';
+import { loadConfig } from '../shared/config.js';
+import { ensureOrgIndex } from '../shared/search/meili-client.js';
+import { syncOutbox } from '../shared/search/org-sync.js';
+import { get, newAccount, SUFFIX, startTestApi } from './support/api.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { TEST_REDIS_URL } from './support/env.js';
+import { testIndexName, testMeiliClient } from './support/meili.js';
+import { insertOrgs, type TestOrg } from './support/orgs.js';
+import { testQueuePrefix } from './support/redis.js';
+
+let t: TestDb;
+let app: FastifyInstance;
+let meili: Meilisearch;
+let key: string;
+let orgs: TestOrg[];
+const queue = testQueuePrefix();
+const indexUid = testIndexName('api_search');
+
+beforeAll(async () => {
+  t = await createTestDb();
+  meili = testMeiliClient();
+  orgs = await insertOrgs(t.db, [
+    { name: 'ACME WIDGETS LTD' },
+    { name: 'BRIDGET JONES LTD' },
+    { name: 'WIDGÉTRY LIMITED' },
+    { name: 'ZEBRA HOLDINGS PLC' },
+  ]);
+  await ensureOrgIndex(meili, indexUid);
+  await syncOutbox({ db: t.db, meili, indexUid });
+  app = await startTestApi({ databaseUrl: t.url, prefix: queue.prefix, meiliIndex: indexUid });
+  key = (await newAccount(t.db)).api_key;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await queue.cleanup();
+  await meili?.deleteIndexIfExists(indexUid);
+  await t?.drop();
+});
+
+describe('GET /v1/org/search', () => {
+  it('returns the exact Org objects of GET /v1/org/{domain}, in name order, with the exact total', async () => {
+    const res = await get(app, '/v1/org/search?q=idget', key);
+    expect(res.status).toBe(200);
+    const body = res.body as { orgs: { total: number; results: { domain: string; name: string }[] } };
+    expect(body.orgs.total).toBe(2);
+    expect(body.orgs.results.map((o) => o.name)).toEqual(['ACME WIDGETS LTD', 'BRIDGET JONES LTD']);
+    const one = await get(app, `/v1/org/${body.orgs.results[0]!.domain}`, key);
+    expect(body.orgs.results[0]).toEqual(one.body.org);
+    expect(res.body.request).toMatchObject({ success: true, credit_used_this_request: 1 });
+  });
+
+  it('applies sort, limit and offset, and matches an exact domain', async () => {
+    const all = await get(app, '/v1/org/search?sort=-name&limit=2&offset=1', key);
+    const page = all.body.orgs as { total: number; results: { name: string }[] };
+    expect(page.total).toBe(4);
+    expect(page.results.map((o) => o.name)).toEqual(['WIDGÉTRY LIMITED', 'BRIDGET JONES LTD']);
+    const zebra = orgs.find((o) => o.name.startsWith('ZEBRA'))!;
+    const byDomain = await get(app, `/v1/org/search?q=${zebra.uid}.gb.${SUFFIX}`, key);
+    expect((byDomain.body.orgs as { total: number }).total).toBe(1);
+  });
+
+  it.each([
+    ['q too long', `q=${'a'.repeat(201)}`, 'q must be at most 200 characters'],
+    ['unknown sort', 'sort=size', 'sort must be one of name, -name, updated, -updated, relevance'],
+    ['limit 0', 'limit=0', 'limit must be an integer between 1 and 100'],
+    ['limit 101', 'limit=101', 'limit must be an integer between 1 and 100'],
+    ['limit not a number', 'limit=ten', 'limit must be an integer between 1 and 100'],
+    ['negative offset', 'offset=-1', 'offset must be an integer of at least 0'],
+    ['window past 10,000', 'offset=9950&limit=100', 'offset + limit must be at most 10000'],
+  ])('answers 400 for %s, costing nothing', async (_label, query, reason) => {
+    const res = await get(app, `/v1/org/search?${query}`, key);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ code: 400, message: `Bad Request: ${reason}` });
+  });
+
+  it('accepts the window edge offset + limit = 10,000', async () => {
+    const res = await get(app, '/v1/org/search?offset=9900&limit=100', key);
+    expect(res.status).toBe(200);
+    expect(res.body.orgs).toEqual({ total: 4, results: [] });
+  });
+
+  it('documents q, sort, limit and offset in the OpenAPI document', async () => {
+    const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+    const doc = res.json() as { paths: Record<string, { get: { parameters: { name: string }[] } }> };
+    const names = doc.paths['/v1/org/search']!.get.parameters.map((p) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['q', 'sort', 'limit', 'offset']));
+  });
+
+  it('answers 503 quickly when Meilisearch is unreachable', async () => {
+    const down = await buildApp({
+      config: loadConfig({
+        DATABASE_URL: t.url,
+        REDIS_URL: TEST_REDIS_URL,
+        QUEUE_PREFIX: queue.prefix,
+        DOMAIN_SUFFIX: SUFFIX,
+        LOG_LEVEL: 'silent',
+        // Nothing listens on port 9 of the loopback: connection refused.
+        MEILI_URL: 'http://127.0.0.1:9',
+        MEILI_INDEX: indexUid,
+      }),
+    });
+    try {
+      const res = await get(down, '/v1/org/search?q=acme', key);
+      expect(res.status).toBe(503);
+      expect(res.body.message).toMatch(/^Service Unavailable: /);
+    } finally {
+      await down.close();
+    }
+  });
+});
