@@ -9,6 +9,7 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerReindex } from './commands/reindex.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerServe } from './commands/serve.js';
+import { registerStart } from './commands/start.js';
 import { registerWorker } from './commands/worker.js';
 
 const program = new Command('bizdir')
@@ -25,6 +26,7 @@ registerAccounts(program);
 registerKeys(program);
 registerServe(program);
 registerSchedule(program);
+registerStart(program);
 registerReindex(program);
 
 try {

@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger.js';
 import { type JobData, type JobName, QUEUE_NAMES, QUEUES, type QueueName } from '../shared/queues.js';
 import { importFeedProcessor } from './import-feed.processor.js';
 import { indexOrgsProcessor } from './index-orgs.processor.js';
+import { runScheduleProcessor } from './schedules/run-schedule.processor.js';
 
 /** What processors get from the worker process. */
 export interface WorkerDeps {
@@ -34,7 +35,7 @@ type Registry = { [Q in QueueName]?: { [N in JobName<Q>]?: ProcessorFactory<N> }
  * Schedules: a new job name on the `import` queue (shared/queues.ts) needs its processor here too.
  */
 export const PROCESSORS: Registry = {
-  import: { 'import-feed': importFeedProcessor },
+  import: { 'import-feed': importFeedProcessor, 'run-schedule': runScheduleProcessor },
   index: { 'index-orgs': indexOrgsProcessor },
 };
 

@@ -7,6 +7,7 @@ import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
 import { indexOrgsNotifier } from './index-orgs.processor.js';
 import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
+import { startScheduleReconciler } from './schedules/reconciler.js';
 
 export interface WorkerOptions {
   /** Queues to run; default every queue with processors registered. */
@@ -66,10 +67,14 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     return worker;
   });
   deps.logger.info({ queues }, 'workers started');
+  // Schedules (issue 6): Postgres holds them; the workers that run the import queue re-create
+  // BullMQ's job schedulers from it at start and every minute, so a Redis flush loses none.
+  const reconciler = queues.includes('import') ? startScheduleReconciler(deps) : undefined;
   return {
     queues,
     workers,
     async close(timeoutMs = 30_000) {
+      await reconciler?.stop();
       let timer: NodeJS.Timeout | undefined;
       const graceful = Promise.all(workers.map((w) => w.close()));
       const deadline = new Promise<'timeout'>((resolve) => {

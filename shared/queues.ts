@@ -4,7 +4,8 @@
  * A worker refuses to start when a job name of its queue has no processor (jobs/registry.ts).
  */
 export const QUEUES = {
-  import: ['import-feed'],
+  // run-schedule: one firing of a recurring import (jobs/schedules); it creates an ordinary run.
+  import: ['import-feed', 'run-schedule'],
   index: ['index-orgs'],
 } as const;
 
@@ -14,6 +15,8 @@ export type JobName<Q extends QueueName = QueueName> = (typeof QUEUES)[Q][number
 export interface JobPayloads {
   /** Runs one import_runs row (registrar or locations feed). */
   'import-feed': { runId: number };
+  /** One firing of the named schedule (import_schedules); the slot is the job's opts.prevMillis. */
+  'run-schedule': { schedule: string };
   /**
    * Brings the search index up to date with Orgs changed in Postgres (the changes themselves are in
    * search_outbox); with `rebuild`, builds a fresh index and swaps it in (`bizdir reindex`).

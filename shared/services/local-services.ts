@@ -81,7 +81,7 @@ export async function startLocalServices(config: Config, log: Logger): Promise<L
         startMeiliServer({
           dataDir: meiliDir,
           masterKey,
-          log: (line) => log.debug({ service: 'meilisearch' }, line),
+          log: (line) => log.debug({ component: 'meilisearch' }, line),
         }).then((m) => ({
           name: 'meilisearch',
           url: m.url,
@@ -99,8 +99,8 @@ export async function startLocalServices(config: Config, log: Logger): Promise<L
     for (const name of order) {
       const service = started.find((s) => s.name === name);
       if (!service) continue;
-      await service.stop().catch((error: unknown) => log.warn({ err: error, service: name }, 'stop failed'));
-      log.info({ service: name }, 'stopped');
+      await service.stop().catch((error: unknown) => log.warn({ err: error, component: name }, 'stop failed'));
+      log.info({ component: name }, 'stopped');
     }
     await removeRunning(dataDir);
     await releaseLock();

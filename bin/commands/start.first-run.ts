@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createAccount } from '../../api/accounts/account.service.js';
+import { apiKeyPrefix, hashApiKey, hashesEqual } from '../../api/credits/api-key.js';
+import { findLiveKeyByPrefix } from '../../api/repositories/api-key.repository.js';
+import { feedHandler } from '../../ingest/feeds.js';
+import { createRun, getRun, type ImportRun, setRunJobId } from '../../ingest/import-runs.repository.js';
+import { enqueueImportRun, type TypedQueue } from '../../jobs/queue.js';
+import type { ImportFeed } from '../../shared/database.js';
+import type { Db } from '../../shared/db.js';
+import type { Logger } from '../../shared/logger.js';
+
+// The package root, from bin/commands (source) or dist/bin/commands (built).
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const SAMPLES_DIR = path.resolve(
+  here,
+  here.includes(`${path.sep}dist${path.sep}`) ? '../../..' : '../..',
+  'samples',
+);
+
+/** Registrar first: location rows name their Org by company number, which the registrar feed creates. */
+const SAMPLES: ReadonlyArray<{ feed: ImportFeed; file: string }> = [
+  { feed: 'registrar', file: 'registrar-sample.csv' },
+  { feed: 'locations', file: 'locations-sample.csv' },
+];
+
+/** A database that has never had an import run is new: that is when the samples are loaded. */
+export async function isFreshDatabase(db: Db): Promise<boolean> {
+  const row = await db.selectFrom('import_runs').select('id').limit(1).executeTakeFirst();
+  return row === undefined;
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'skipped']);
+
+async function waitForRun(db: Db, runId: number, timeoutMs: number): Promise<ImportRun | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const run = await getRun(db, runId);
+    if (run && TERMINAL.has(run.status)) return run;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return undefined;
+}
+
+/**
+ * Imports the sample feeds shipped in samples/ as ordinary import runs through the queue (so they
+ * show in `bizdir imports` and on the dashboard), and waits for the in-process worker to finish them.
+ */
+export async function importSamples(db: Db, queue: TypedQueue<'import'>, log: Logger): Promise<ImportRun[]> {
+  const runs: number[] = [];
+  for (const sample of SAMPLES) {
+    const handler = feedHandler(sample.feed);
+    if (!handler) throw new Error(`no feed handler for ${sample.feed}`);
+    const source = path.join(SAMPLES_DIR, sample.file);
+    const run = await createRun(db, { feed: sample.feed, source, options: handler.parseOptions({}) });
+    await setRunJobId(db, run.id, await enqueueImportRun(queue, run.id));
+    runs.push(run.id);
+  }
+  const finished: ImportRun[] = [];
+  for (const id of runs) {
+    const run = await waitForRun(db, id, 120_000);
+    if (!run) {
+      log.warn({ runId: id }, 'sample import still running; the service starts anyway');
+      continue;
+    }
+    finished.push(run);
+    log.info(
+      { runId: id, feed: run.feed, status: run.status, inserted: run.inserted, rejected: run.rejected },
+      'sample import finished',
+    );
+  }
+  return finished;
+}
+
+async function readSecret(file: string): Promise<string | undefined> {
+  const text = await fs.readFile(file, 'utf8').catch(() => '');
+  return text.trim() || undefined;
+}
+
+async function isLiveKey(db: Db, key: string): Promise<boolean> {
+  const prefix = apiKeyPrefix(key);
+  if (!prefix) return false;
+  const principal = await findLiveKeyByPrefix(db, prefix);
+  return principal !== undefined && hashesEqual(principal.hash, hashApiKey(key));
+}
+
+/**
+ * The demo key printed at every start. Keys are stored only as hashes, so the key itself is kept
+ * in the local data folder (mode 600) when first made; a key that no longer works (revoked, or a
+ * different database) is replaced by a new demo account.
+ */
+export async function demoKey(db: Db, dataDir: string, log: Logger): Promise<string> {
+  const file = path.join(dataDir, 'demo-api-key');
+  const existing = await readSecret(file);
+  if (existing && (await isLiveKey(db, existing))) return existing;
+  const created = await createAccount(db, {
+    name: 'Demo account',
+    credits: 10_000,
+    anchorDate: new Date().toISOString().slice(0, 10),
+  });
+  await fs.writeFile(file, `${created.api_key}\n`, { mode: 0o600 });
+  log.info({ account: created.account_id }, 'demo account created');
+  return created.api_key;
+}
+
+/**
+ * `bizdir start` always has a dashboard: without ADMIN_TOKEN it makes a local one, kept in the data
+ * folder so bookmarks and Prometheus configs keep working across restarts.
+ */
+export async function localAdminToken(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'admin-token');
+  const existing = await readSecret(file);
+  if (existing && existing.length >= 16) return existing;
+  const token = randomBytes(24).toString('base64url');
+  await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
+  return token;
+}

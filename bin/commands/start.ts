@@ -1,0 +1,175 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { buildApp } from '../../api/app.js';
+import { DASHBOARD_PATH } from '../../api/ops/ops.plugin.js';
+import { openProducerQueue } from '../../jobs/queue.js';
+import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
+import type { Config } from '../../shared/config.js';
+import { createDb, ensureDatabase, migrateToLatest } from '../../shared/db.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { createRedis } from '../../shared/redis.js';
+import { RedisNotInstalledError } from '../../shared/services/embedded-redis.js';
+import {
+  type LocalServices,
+  StartLockedError,
+  startLocalServices,
+} from '../../shared/services/local-services.js';
+import {
+  CliError,
+  cliConfig,
+  databaseUrlOf,
+  meiliMasterKeyOf,
+  meiliUrlOf,
+  redisUrlOf,
+} from '../cli-context.js';
+import { demoKey, importSamples, isFreshDatabase, localAdminToken } from './start.first-run.js';
+
+interface StartOptions {
+  samples: boolean;
+  shutdownTimeout: number;
+}
+
+/** Things to undo on the way out, most recent first. */
+type Closer = { name: string; close: () => Promise<unknown> };
+
+async function closeAll(closers: Closer[], log: Logger): Promise<void> {
+  for (const c of closers.reverse()) {
+    await c.close().catch((err: unknown) => log.warn({ err, step: c.name }, 'error while stopping'));
+  }
+}
+
+async function startServices(config: Config, log: Logger): Promise<LocalServices> {
+  try {
+    return await startLocalServices(config, log);
+  } catch (error) {
+    if (error instanceof RedisNotInstalledError || error instanceof StartLockedError) {
+      throw new CliError(error.message);
+    }
+    throw new CliError(`could not start the embedded services: ${(error as Error).message}`);
+  }
+}
+
+function banner(url: string, embedded: string[], dataDir: string, adminToken: string, key: string): string {
+  const shown = url.replace('://0.0.0.0:', '://127.0.0.1:');
+  return [
+    '',
+    `bizdir is running${embedded.length ? ` (embedded ${embedded.join(', ')}; data in ${dataDir})` : ''}`,
+    `  API        ${shown}`,
+    `  API docs   ${shown}/docs`,
+    `  Dashboard  ${shown}${DASHBOARD_PATH}   (user: admin, password: the admin token)`,
+    `  Metrics    ${shown}/metrics   (Authorization: Bearer <admin token>)`,
+    `  Admin token ${adminToken}`,
+    `  Demo key   ${key}`,
+    '',
+    `Try: curl '${shown}/v1/org/search?q=harbour&api_key=${key}'`,
+    'Press Ctrl-C to stop.',
+    '',
+  ].join('\n');
+}
+
+/**
+ * `bizdir start` (= `npm start`): one process with the API and the workers, on embedded services
+ * where no URL is configured. Shutdown order matters: the API stops accepting and finishes its
+ * requests, workers finish or hand back their batch, pools close, and only then do the embedded
+ * servers stop (Postgres last), so nothing is half-written.
+ */
+async function runStart(opts: StartOptions): Promise<void> {
+  const base = cliConfig();
+  // Logs go to stderr so stdout stays the banner a person (or the start test) reads.
+  const log = createLogger(base, { service: 'bizdir' }, pino.destination(2));
+  const services = await startServices(base, log);
+  const closers: Closer[] = [{ name: 'embedded services', close: () => services.stop() }];
+  let app: FastifyInstance | undefined;
+  try {
+    const dataDir = path.resolve(base.dataDir);
+    const filled = services.config;
+    const config: Config = Object.freeze({
+      ...filled,
+      databaseUrl: databaseUrlOf(filled),
+      redisUrl: redisUrlOf(filled),
+      meiliUrl: meiliUrlOf(filled),
+      meiliMasterKey: meiliMasterKeyOf(filled),
+      adminToken: filled.adminToken ?? (await localAdminToken(dataDir)),
+    });
+    const databaseUrl = config.databaseUrl ?? '';
+    await ensureDatabase(databaseUrl);
+    const dbHandle = createDb(databaseUrl, { max: 10, applicationName: 'bizdir-start' });
+    closers.push({ name: 'database pool', close: () => dbHandle.close() });
+    await migrateToLatest(dbHandle.db, (line) => log.info(line));
+
+    const connection = createRedis(config.redisUrl ?? '', 'worker');
+    closers.push({
+      name: 'worker redis',
+      close: () => connection.quit().catch(() => connection.disconnect()),
+    });
+    const deps = createWorkerDeps(config, dbHandle.db, connection, log.child({ role: 'worker' }));
+    const workers = startWorkers(deps);
+    closers.push({ name: 'workers', close: () => workers.close(opts.shutdownTimeout) });
+
+    if (opts.samples && (await isFreshDatabase(dbHandle.db))) {
+      log.info('first start: importing the sample feeds');
+      const producer = openProducerQueue(config, config.redisUrl ?? '', 'import');
+      try {
+        await importSamples(dbHandle.db, producer.queue, log);
+      } finally {
+        await producer.close();
+      }
+    }
+    const key = await demoKey(dbHandle.db, dataDir, log);
+
+    app = await buildApp({ config, logger: log.child({ role: 'api' }) });
+    const url = await app.listen({ host: config.host, port: config.port });
+    const started = app;
+    closers.push({ name: 'api', close: () => started.close() });
+    process.stdout.write(banner(url, services.embedded, dataDir, config.adminToken ?? '', key));
+  } catch (error) {
+    await closeAll(closers, log);
+    throw error;
+  }
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        // A second Ctrl-C: the user will not wait. Kill what we started and go.
+        for (const pid of services.pids) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+        process.exit(130);
+      }
+      stopping = true;
+      log.info({ signal }, 'shutting down (Ctrl-C again to force)');
+      closeAll(closers, log).finally(resolve);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  log.info('stopped');
+  process.stdout.write('bizdir stopped\n');
+}
+
+export function registerStart(program: Command): void {
+  program
+    .command('start')
+    .description(
+      'API and workers in one process, on embedded Postgres/Redis/Meilisearch where no URL is set; ' +
+        'first start loads the sample feeds and prints a demo key',
+    )
+    .option('--no-samples', 'do not import the sample feeds into a new database')
+    .option(
+      '--shutdown-timeout <ms>',
+      'how long running jobs may finish on Ctrl-C/SIGTERM',
+      (v: string) => {
+        if (!/^\d+$/.test(v)) throw new CliError('--shutdown-timeout must be a whole number of milliseconds');
+        return Number(v);
+      },
+      30_000,
+    )
+    .action((opts: StartOptions) => runStart(opts));
+}

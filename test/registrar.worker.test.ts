@@ -1,0 +1,165 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getRun, type ImportRun } from '../ingest/import-runs.repository.js';
+import { runCli, spawnCli } from './support/cli.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { TEST_REDIS_URL } from './support/env.js';
+import { importFeed } from './support/import.js';
+import { testQueuePrefix } from './support/redis.js';
+import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+import { registerState } from './support/registrar-state.js';
+
+/**
+ * The registrar import end to end through the real CLI, the real queue and real worker processes.
+ * Workers use short lock and stall settings so a killed worker's job is taken over within seconds.
+ */
+let t: TestDb;
+let queue: ReturnType<typeof testQueuePrefix>;
+let env: Record<string, string>;
+const workers: ChildProcess[] = [];
+
+function startWorker(): ChildProcess {
+  const child = spawnCli(['worker', '--lock-duration', '2000', '--stalled-interval', '1000'], env);
+  workers.push(child);
+  return child;
+}
+
+async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  await exited;
+}
+
+async function waitForRun(
+  id: number,
+  until: (run: ImportRun) => boolean,
+  timeoutMs = 90_000,
+): Promise<ImportRun> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await getRun(t.db, id);
+    if (run && until(run)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+beforeAll(async () => {
+  t = await createTestDb();
+  queue = testQueuePrefix();
+  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+});
+
+afterAll(async () => {
+  for (const w of workers) await stopWorker(w, 'SIGKILL');
+  await queue?.cleanup();
+  await t?.drop();
+});
+
+describe('registrar import through the queue', () => {
+  it('imports with --wait, reports counts and rejected rows, and a second import writes nothing', async () => {
+    const worker = startWorker();
+    const first = await runCli(['import', 'registrar', 'test/fixtures/registrar-small.csv', '--wait'], env);
+    expect(first.stderr).not.toMatch(/bizdir:/);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(
+      /import run 1 succeeded: 10 rows read: 8 inserted, 0 updated, 0 unchanged, 2 rejected, 1 warnings/,
+    );
+    const before = await registerState(t.db);
+
+    const second = await runCli(['import', 'registrar', 'test/fixtures/registrar-small.csv', '--wait'], env);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/0 inserted, 0 updated, 8 unchanged/);
+    expect(await registerState(t.db)).toEqual(before);
+
+    const show = await runCli(['imports', 'show', '1'], env);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/line 10 {2}rejected {2}CompanyNumber: missing company number/);
+    expect(show.stdout).toMatch(/line 11 {2}rejected {2}wrong column count: expected 55 fields, found 4/);
+    expect(show.stdout).toMatch(/line 9 {2}warning {2}IncorporationDate: impossible date "31\/02\/2019"/);
+    const list = await runCli(['imports', 'list'], env);
+    expect(list.stdout.split('\n').filter((l) => /^\d+\s+registrar\s+succeeded/.test(l))).toHaveLength(2);
+
+    // A file of another format fails the run (no retries), exits non-zero and changes nothing.
+    const bad = await runCli(['import', 'registrar', 'test/fixtures/not-register.csv', '--wait'], env);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/import run 3 failed: not a company register file: missing columns/);
+    expect(await registerState(t.db)).toEqual(before);
+    await stopWorker(worker);
+    expect(worker.exitCode).toBe(0);
+  });
+
+  it('refuses a missing local file before anything is recorded or enqueued', async () => {
+    const runsBefore = await t.db.selectFrom('import_runs').select('id').execute();
+    const result = await runCli(['import', 'registrar', 'test/fixtures/no-such-file.csv'], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/file not found: .*no-such-file\.csv/);
+    expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
+    const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+    const q = new Queue('import', { connection, prefix: queue.prefix });
+    try {
+      expect(await q.getJobCounts('wait', 'delayed', 'active')).toEqual({ wait: 0, delayed: 0, active: 0 });
+    } finally {
+      await q.close();
+      connection.disconnect();
+    }
+  });
+
+  it('a worker killed mid-file, then the job retried by another worker, gives the database of one clean run', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-kill-'));
+    const rows = Array.from({ length: 40_000 }, (_, i) =>
+      registrarFields(String(2_000_000 + i).padStart(8, '0'), `KILL TEST ${i} LTD`, {
+        'RegAddress.PostTown': `TOWN ${i % 97}`,
+      }),
+    );
+    // An Org from the earlier test changes too, to prove a resumed run does not bump it twice.
+    rows.splice(
+      20_000,
+      0,
+      registrarFields('07687209', 'ACME WIDGETS LTD.', { 'RegAddress.PostTown': 'HULL' }),
+    );
+    const big = path.join(dir, 'big.csv');
+    writeFileSync(big, registrarCsv(rows));
+
+    const reference = await createTestDb();
+    try {
+      await importFeed(reference.db, 'registrar', 'test/fixtures/registrar-small.csv');
+      const clean = await importFeed(reference.db, 'registrar', big);
+
+      const victim = startWorker();
+      const queued = await runCli(['import', 'registrar', big], env);
+      expect(queued.code).toBe(0);
+      const runId = Number(/import run (\d+) queued/.exec(queued.stdout)![1]);
+      const partway = await waitForRun(runId, (r) => r.checkpoint_rows > 0);
+      await stopWorker(victim, 'SIGKILL');
+      const atKill = (await getRun(t.db, runId))!;
+      expect(atKill.status).toBe('running');
+      expect(atKill.checkpoint_rows).toBeGreaterThanOrEqual(partway.checkpoint_rows);
+      expect(atKill.checkpoint_rows).toBeLessThan(rows.length);
+
+      const rescuer = startWorker();
+      const done = await waitForRun(runId, (r) => r.status !== 'running' && r.status !== 'queued');
+      expect(done.status).toBe('succeeded');
+      const counts = (r: ImportRun) => [
+        r.rows_read,
+        r.inserted,
+        r.updated,
+        r.unchanged,
+        r.rejected,
+        r.duplicates,
+      ];
+      expect(counts(done)).toEqual(counts(clean));
+      expect(counts(done)).toEqual([40_001, 40_000, 1, 0, 0, 0]);
+      expect(await registerState(t.db)).toEqual(await registerState(reference.db));
+      await stopWorker(rescuer);
+    } finally {
+      await reference.drop();
+    }
+  }, 180_000);
+});
