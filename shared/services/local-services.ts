@@ -99,7 +99,9 @@ export async function startLocalServices(config: Config, log: Logger): Promise<L
     for (const name of order) {
       const service = started.find((s) => s.name === name);
       if (!service) continue;
-      await service.stop().catch((error: unknown) => log.warn({ err: error, component: name }, 'stop failed'));
+      await service
+        .stop()
+        .catch((error: unknown) => log.warn({ err: error, component: name }, 'stop failed'));
       log.info({ component: name }, 'stopped');
     }
     await removeRunning(dataDir);

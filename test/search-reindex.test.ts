@@ -1,0 +1,124 @@
+import { sql } from 'kysely';
+import type { Meilisearch } from 'meilisearch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMeiliClient, ensureOrgIndex } from '../shared/search/meili-client.js';
+import { pendingChanges, syncOutbox } from '../shared/search/org-sync.js';
+import { reindex } from '../shared/search/reindex.js';
+import { searchOrgs } from '../shared/search/search-orgs.js';
+import { driftCount, verifyIndex } from '../shared/search/verify.js';
+import { runCli } from './support/cli.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+
+const SUFFIX = 'bizdir.test';
+const COUNT = 3_000;
+
+let t: TestDb;
+let meili: Meilisearch;
+const indexUid = testIndexName('reindex');
+
+beforeAll(async () => {
+  t = await createTestDb();
+  meili = testMeiliClient();
+  // Real rows in the real schema, in one statement (the trigger queues them for the index).
+  await sql`
+    insert into orgs (domain_cc, public_slug, name, content_hash)
+    select 'gb', 'reindex-org-' || g, 'ORG ' || g || ' WIDGETS LTD', 'h' || g
+    from generate_series(1, ${COUNT}) g`.execute(t.db);
+  await ensureOrgIndex(meili, indexUid);
+  await syncOutbox({ db: t.db, meili, indexUid });
+});
+
+afterAll(async () => {
+  await meili?.deleteIndexIfExists(indexUid);
+  await t?.drop();
+});
+
+const find = (q: string) =>
+  searchOrgs(
+    { db: t.db, meili: createMeiliClient(testMeiliConnection()), indexUid, domainSuffix: SUFFIX },
+    { q, sort: 'name', limit: 10, offset: 0 },
+  );
+
+describe('bizdir reindex', () => {
+  it('serves every query during a rebuild and keeps changes committed while it runs', async () => {
+    let running = true;
+    const outcomes = { ok: 0, empty: 0, failed: 0 };
+    // Readers: a term matching every Org, one matching a single Org.
+    const readers = ['widgets', 'org 1234 '].map(async (q) => {
+      while (running) {
+        try {
+          const page = await find(q);
+          if (page.total === 0) outcomes.empty++;
+          else outcomes.ok++;
+        } catch {
+          outcomes.failed++;
+        }
+      }
+    });
+    // The indexer keeps working during the rebuild, as a worker would.
+    const indexer = (async () => {
+      while (running) {
+        await syncOutbox({ db: t.db, meili, indexUid });
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    let change: Promise<unknown> | undefined;
+    const result = await reindex(
+      { db: t.db, meili, indexUid },
+      {
+        chunk: 500,
+        onProgress: () => {
+          // Commit a rename and a new Org while the bulk load is under way.
+          change ??= Promise.all([
+            sql`update orgs set name = 'RENAMED DURING REBUILD LTD', version_number = version_number + 1,
+                updated = now() where public_slug = 'reindex-org-7'`.execute(t.db),
+            sql`insert into orgs (domain_cc, public_slug, name, content_hash)
+                values ('gb', 'reindex-new', 'BORN DURING REBUILD LTD', 'new')`.execute(t.db),
+          ]);
+        },
+      },
+    );
+    await change;
+    running = false;
+    await Promise.all([...readers, indexer]);
+    await syncOutbox({ db: t.db, meili, indexUid });
+
+    expect(result.documents).toBeGreaterThanOrEqual(COUNT);
+    expect(outcomes.failed).toBe(0);
+    expect(outcomes.empty).toBe(0);
+    expect(outcomes.ok).toBeGreaterThan(0);
+    expect(await pendingChanges(t.db)).toBe(0);
+    expect((await find('renamed during')).total).toBe(1);
+    expect((await find('born during')).total).toBe(1);
+    expect((await find('org 7 widgets')).total).toBe(0);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+    // The retired index is gone; only the live one remains under this test's name.
+    const names = (await meili.getRawIndexes({ limit: 1000 })).results.map((i) => i.uid);
+    expect(names.filter((n) => n.startsWith(indexUid))).toEqual([indexUid]);
+  });
+
+  it('--wait rebuilds from the command line; --verify reports a deleted entry and exits non-zero', async () => {
+    const env = { DATABASE_URL: t.url, ...meiliEnv(indexUid) };
+    const rebuilt = await runCli(['reindex', '--wait'], env);
+    expect(rebuilt.stderr).toBe('');
+    expect(rebuilt.code).toBe(0);
+    expect(rebuilt.stdout).toMatch(/search index rebuilt: \d+ Orgs/);
+
+    const clean = await runCli(['reindex', '--verify'], env);
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toMatch(/missing: 0/);
+
+    const victim = await t.db
+      .selectFrom('orgs')
+      .select('id')
+      .where('public_slug', '=', 'reindex-org-42')
+      .executeTakeFirstOrThrow();
+    const task = await meili.index(indexUid).deleteDocument(victim.id).waitTask();
+    expect(task.status).toBe('succeeded');
+    const drift = await runCli(['reindex', '--verify'], env);
+    expect(drift.code).toBe(1);
+    expect(drift.stdout).toContain(`missing: 1 (org ids ${victim.id})`);
+    expect(drift.stderr).toMatch(/search index drift: 1/);
+  });
+});
