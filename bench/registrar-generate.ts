@@ -1,0 +1,108 @@
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import { REGISTRAR_HEADER_LINE } from '../ingest/registrar.parser.js';
+import { registrarFields, registrarLine } from '../test/support/registrar-csv.js';
+
+/**
+ * Writes N register rows in the real format (real header, every field quoted), varied like the real
+ * file: suffix forms, prefixes, None Supplied, 4-digit SIC codes, foreign and empty countries, the odd
+ * impossible date. `changeEvery`: every n-th row gets a new post town (the "10% changed" file).
+ */
+const WORDS = [
+  'ACME',
+  'NORTHERN',
+  'HARBOUR',
+  'GLEN',
+  'OAK',
+  'RIVERSIDE',
+  'PENNINE',
+  'ZENITH',
+  'CASTLE',
+  'BRIGHT',
+  'ROYAL',
+  'DIGITAL',
+  'GREEN',
+  'SILVER',
+  'ATLAS',
+  'CEDAR',
+];
+const KINDS = [
+  'WIDGETS',
+  'CONSULTING',
+  'HOLDINGS',
+  'TRADING',
+  'SERVICES',
+  'PROPERTIES',
+  'VENTURES',
+  'DESIGN',
+  'LOGISTICS',
+  'FOODS',
+];
+const SUFFIXES = ['LTD', 'LIMITED', 'LTD.', 'PLC', 'LLP', 'LP', 'C.I.C.', 'CIC', '', 'GMBH'];
+const PREFIXES = ['', '', '', '', '', 'SC', 'NI', 'OC', 'SL', 'FC'];
+const TOWNS = [
+  'LONDON',
+  'LEEDS',
+  'BRISTOL',
+  'GLASGOW',
+  'BELFAST',
+  'CARDIFF',
+  'YORK',
+  'HULL',
+  'BATH',
+  'DERBY',
+];
+const COUNTRIES = [
+  'ENGLAND',
+  'UNITED KINGDOM',
+  '',
+  '',
+  'SCOTLAND',
+  'WALES',
+  'NORTHERN IRELAND',
+  'ENGLAND',
+  'GERMANY',
+  'GUERNSEY',
+];
+const SICS = [
+  '62020 - Information technology consultancy activities',
+  'None Supplied',
+  '9999 - Dormant company',
+  '68209 - Other letting and operating of own or leased real estate',
+  '47910 - Retail sale via mail order houses or via Internet',
+];
+
+export function numberOf(i: number): string {
+  const prefix = PREFIXES[i % PREFIXES.length]!;
+  return prefix + String(i).padStart(8 - prefix.length, '0');
+}
+
+export function rowOf(i: number, changed: boolean): string {
+  const name = `${WORDS[i % 16]} ${KINDS[(i >> 4) % 10]} ${i} ${SUFFIXES[i % 10]}`.trim();
+  return registrarLine(
+    registrarFields(numberOf(i), name, {
+      'RegAddress.AddressLine1': `${(i % 200) + 1}, ${WORDS[(i >> 3) % 16]} STREET`,
+      'RegAddress.PostTown': changed ? `NEW ${TOWNS[i % 10]}` : TOWNS[i % 10]!,
+      'RegAddress.Country': COUNTRIES[(i >> 2) % 10]!,
+      'RegAddress.PostCode': `AB${i % 90} ${i % 9}CD`,
+      IncorporationDate: i % 5000 === 7 ? '31/02/2019' : `${(i % 28) + 1}/${(i % 12) + 1}/${1950 + (i % 75)}`,
+      'SICCode.SicText_1': SICS[i % 5]!,
+      CompanyStatus: i % 13 === 0 ? 'Active - Proposal to Strike off' : 'Active',
+    }),
+  );
+}
+
+export async function writeRegistrarFile(file: string, n: number, changeEvery = 0): Promise<void> {
+  const out = createWriteStream(file, { highWaterMark: 1 << 20 });
+  out.write(`${REGISTRAR_HEADER_LINE}\n`);
+  let chunk: string[] = [];
+  for (let i = 1; i <= n; i++) {
+    chunk.push(rowOf(i, changeEvery > 0 && i % changeEvery === 0));
+    if (chunk.length === 1000 || i === n) {
+      if (!out.write(`${chunk.join('\n')}\n`)) await once(out, 'drain');
+      chunk = [];
+    }
+  }
+  out.end();
+  await once(out, 'finish');
+}
