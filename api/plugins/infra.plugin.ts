@@ -14,6 +14,21 @@ declare module 'fastify' {
   }
 }
 
+/** Waits for the first Redis connection, so the first requests do not meet a connecting client. */
+function readyOrTimeout(redis: Redis, ms: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    // Redis away at boot is not fatal: /readyz says so and the client keeps reconnecting.
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    }
+    redis.once('ready', done);
+  });
+}
+
 export interface InfraOptions {
   config: Config;
   clock: () => Date;
@@ -38,6 +53,7 @@ export const infraPlugin = fp<InfraOptions>(
       // Reconnect forever with a short back-off: the API must come back by itself.
       retryStrategy: (times) => Math.min(times * 100, 1_000),
     });
+    await readyOrTimeout(redis, 2_000);
     app.decorate('config', config);
     app.decorate('db', pg.db);
     app.decorate('redis', redis);

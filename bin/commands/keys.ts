@@ -37,7 +37,11 @@ export function registerKeys(program: Command): void {
         throw new CliError(`"${given}" is not a key prefix (bzk_ and 8 characters)`);
       const config = cliConfig();
       const { db, close } = createDb(databaseUrlOf(config), { max: 1, applicationName: 'bizdir-cli' });
-      const redis = createRedis(redisUrlOf(config), 'producer', { connectTimeout: 2_000 });
+      // Queue the one command until connected (a producer client would refuse it while connecting).
+      const redis = createRedis(redisUrlOf(config), 'producer', {
+        connectTimeout: 2_000,
+        enableOfflineQueue: true,
+      });
       try {
         const result = await revokeKey(db, redis, config.queuePrefix, prefix);
         if (!result.revoked) throw new CliError(`no live key has prefix ${prefix}`);
