@@ -4,7 +4,7 @@ import { ISO_CODES } from './countries.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
 import { matchLocationHeaders } from './locations.headers.js';
 import { type LocationRecord, LocationsLoader } from './locations.loader.js';
-import { normalizeLocationRow } from './locations.normalize.js';
+import { locationRowNormalizer } from './locations.normalize.js';
 
 /** The location feed: business-profile bulk-upload sheets (FEEDS.md section 2). */
 export const locationsFeed: FeedHandler<LocationRecord> = {
@@ -34,6 +34,7 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
 
   prepare(header, options): PreparedFeed<LocationRecord> {
     const columns = matchLocationHeaders(header);
+    const normalizeRow = locationRowNormalizer(columns);
     let loader: LocationsLoader | undefined;
     const loaderFor = (runId: number) => {
       loader ??= new LocationsLoader(columns, {
@@ -47,7 +48,7 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
     };
     return {
       normalize(fields) {
-        const result = normalizeLocationRow(fields, columns);
+        const result = normalizeRow(fields);
         if (result.ok)
           return { ok: true, record: { kind: 'row', row: result.row }, warnings: result.warnings };
         // A refused row that still names its Location goes on to the loader (see LocationRecord).

@@ -72,15 +72,18 @@ function parseRange(text: string): Range | string {
 
 const toMinutes = (hm: string) => Number(hm.slice(0, 2)) * 60 + Number(hm.slice(3));
 
+/** How a reason names the cell: a special-hours date as it is, a weekday cell quoted. */
+const whereOf = (cell: string) => (/^\d{4}-\d{2}-\d{2}$/.test(cell) ? cell : `"${cell.trim()}"`);
+
 /** Sorts ranges by opening time and refuses overlaps (a range past midnight ends the next day). */
-function orderRanges(ranges: Range[], where: string): Range[] | string {
+function orderRanges(ranges: Range[], cell: string): Range[] | string {
   const sorted = [...ranges].sort((a, b) => toMinutes(a.open) - toMinutes(b.open));
   for (let i = 1; i < sorted.length; i++) {
     const prev = sorted[i - 1]!;
     const prevOpen = toMinutes(prev.open);
     let prevClose = toMinutes(prev.close);
     if (prevClose <= prevOpen) prevClose += MINUTES_PER_DAY;
-    if (toMinutes(sorted[i]!.open) < prevClose) return `${where}: ranges overlap`;
+    if (toMinutes(sorted[i]!.open) < prevClose) return `${whereOf(cell)}: ranges overlap`;
   }
   return sorted;
 }
@@ -93,24 +96,18 @@ const splitList = (cell: string) =>
 
 const isClosedMark = (text: string) => text.trim().toLowerCase() === 'x';
 
-/** Ranges of one day: `x` alone, or one or more ranges. */
-function parseRanges(parts: readonly string[], where: string): Range[] | string {
+/** Ranges of one day: `x` alone, or one or more ranges. `cell` names the day's cell or date in reasons. */
+function parseRanges(parts: readonly string[], cell: string): Range[] | string {
   if (parts.length === 1 && isClosedMark(parts[0]!)) return [CLOSED];
-  if (parts.some(isClosedMark)) return `${where}: "x" (closed) cannot be combined with opening hours`;
+  if (parts.some(isClosedMark)) return `${whereOf(cell)}: "x" (closed) cannot be combined with opening hours`;
   const ranges: Range[] = [];
   for (const part of parts) {
     const range = parseRange(part);
     if (typeof range === 'string') return range;
     ranges.push(range);
   }
-  return orderRanges(ranges, where);
+  return ranges.length === 1 ? ranges : orderRanges(ranges, cell);
 }
-
-const entry = (range: Range): Omit<HoursEntryJson, 'day' | 'date'> => ({
-  open: range !== CLOSED,
-  open_time: range.open,
-  close_time: range.close,
-});
 
 /**
  * One weekday cell. `null` means no hours given (an empty cell is not "closed"); otherwise one
@@ -119,9 +116,11 @@ const entry = (range: Range): Omit<HoursEntryJson, 'day' | 'date'> => ({
 export function parseDayHours(cell: string, day: number): HoursResult<HoursEntryJson[] | null> {
   const parts = splitList(cell);
   if (parts.length === 0) return { ok: true, value: null };
-  const ranges = parseRanges(parts, `"${cell.trim()}"`);
+  const ranges = parseRanges(parts, cell);
   if (typeof ranges === 'string') return { ok: false, reason: ranges };
-  return { ok: true, value: ranges.map((r) => ({ day, ...entry(r) })) };
+  const value: HoursEntryJson[] = [];
+  for (const r of ranges) value.push({ day, open: r !== CLOSED, open_time: r.open, close_time: r.close });
+  return { ok: true, value };
 }
 
 const DATE_PREFIX = /^(\d{4})-(\d{2})-(\d{2})\s*:\s*(.*)$/;
@@ -160,7 +159,7 @@ export function parseSpecialHours(cell: string): HoursResult<HoursEntryJson[] | 
   for (const date of [...byDate.keys()].sort()) {
     const ranges = parseRanges(byDate.get(date)!, date);
     if (typeof ranges === 'string') return { ok: false, reason: ranges };
-    for (const r of ranges) out.push({ date, ...entry(r) });
+    for (const r of ranges) out.push({ date, open: r !== CLOSED, open_time: r.open, close_time: r.close });
   }
   return { ok: true, value: out };
 }

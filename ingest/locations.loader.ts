@@ -190,9 +190,9 @@ export class LocationsLoader {
       if (e) updates.push({ ...write, e, addressChanged });
       else inserts.push(write);
     }
-
     await this.writeInserts(trx, inserts);
     await this.writeUpdates(trx, updates);
+
     const changedOrgIds = [...new Set([...inserts, ...updates].map((x) => x.p.org.id))];
     const counted = (xs: { p: Pending }[]) => xs.filter((x) => firstSeen.has(x.p.key)).length;
     return {

@@ -130,27 +130,34 @@ export function columnsToRead(columns: LocationColumns): {
 const keep = <T>(patch: T | undefined, stored: T | undefined | null): T | null =>
   patch !== undefined ? patch : (stored ?? null);
 
+/** A stored entry rebuilt with the canonical key order (jsonb hands keys back in its own order). */
 function entryOf(e: HoursEntryJson): HoursEntryJson {
-  const when = e.date !== undefined ? { date: e.date } : { day: e.day! };
-  return { ...when, open: e.open, open_time: e.open_time, close_time: e.close_time };
+  return e.date !== undefined
+    ? { date: e.date, open: e.open, open_time: e.open_time, close_time: e.close_time }
+    : { day: e.day!, open: e.open, open_time: e.open_time, close_time: e.close_time };
 }
 
-const byTime = (a: HoursEntryJson, b: HoursEntryJson) =>
-  (a.day ?? 0) - (b.day ?? 0) ||
-  (a.date ?? '').localeCompare(b.date ?? '') ||
-  a.open_time.localeCompare(b.open_time);
-
+/**
+ * Weekday entries come out by day, then time: the patch's are built that way by the parser and the
+ * stored ones were written that way, so taking days in order needs no sort. Entries from the patch
+ * are already canonical and are used as they are (this runs for every row of every import).
+ */
 function mergeHours(patch: LocationPatch, stored: HoursJson | undefined): Hours {
   const normal: HoursEntryJson[] = [];
   for (let day = 0; day < 7; day++) {
     const given = patch.normal[day];
-    const entries = given !== undefined ? given : (stored?.normal ?? []).filter((e) => e.day === day);
-    for (const e of entries ?? []) normal.push(entryOf(e));
+    if (given === undefined) {
+      for (const e of stored?.normal ?? []) if (e.day === day) normal.push(entryOf(e));
+    } else if (given !== null) {
+      for (const e of given) normal.push(e);
+    }
   }
-  const special = patch.special !== undefined ? patch.special : (stored?.special ?? null);
+  let special: HoursEntryJson[] | null;
+  if (patch.special !== undefined) special = patch.special;
+  else special = stored?.special ? stored.special.map(entryOf) : null;
   return {
-    normal: normal.length === 0 ? null : normal.sort(byTime),
-    special: special === null || special.length === 0 ? null : special.map(entryOf).sort(byTime),
+    normal: normal.length === 0 ? null : normal,
+    special: special === null || special.length === 0 ? null : special,
     message: stored?.message ?? null,
     special_message: stored?.special_message ?? null,
   };

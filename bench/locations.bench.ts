@@ -1,0 +1,172 @@
+/**
+ * Location feed benchmark: 100,000 generated sheet rows across 5,000 Orgs, imported into a fresh
+ * database through the same runImport the worker uses (no queue): a first import, then the same
+ * file again (every row unchanged). Prints rows/s for each and the peak RSS during each.
+ *
+ *   npm run bench:locations                       # 100,000 rows, 5,000 Orgs
+ *   BENCH_ROWS=20000 BENCH_ORGS=1000 npm run bench:locations
+ *
+ * Postgres: BENCH_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres); the benchmark
+ * creates its own database `bizdir_bench_loc_*` and drops it at the end.
+ */
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createRun } from '../ingest/import-runs.repository.js';
+import { runImport } from '../ingest/run-import.js';
+import { createDb, migrateToLatest } from '../shared/db.js';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
+const ORGS = Number(process.env.BENCH_ORGS ?? 5_000);
+const BATCH = process.env.BENCH_BATCH ? Number(process.env.BENCH_BATCH) : undefined;
+const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const HEADER =
+  'Store code,Business name,Address line 1,Address line 2,Address line 3,Address line 4,Address line 5,Sub-locality,Locality,Administrative area,Country / Region,Postal code,Latitude,Longitude,Primary phone,Additional phones,Website,Primary category,Additional categories,Sunday hours,Monday hours,Tuesday hours,Wednesday hours,Thursday hours,Friday hours,Saturday hours,Special hours,From the business,Opening date,Logo photo,Cover photo,Other photos,Labels,AdWords location extensions phone';
+
+const WORDS = ['Harbour', 'Quay', 'Mill', 'Glen', 'Oak', 'Bridge', 'Market', 'Crown', 'River', 'Station'];
+const TRADES = ['Hardware', 'Books', 'Bakery', 'Tacos', 'Pharmacy', 'Florist', 'Coffee', 'Tailors'];
+const CITIES = [
+  'Whitby',
+  'Leeds',
+  'Bristol',
+  'Austin',
+  'Dublin',
+  'Cork',
+  'Houston',
+  'Inverness',
+  'York',
+  'Bath',
+];
+const COUNTRY = ['GB', 'GB', 'US', 'IE'];
+const AREA: Record<string, string[]> = { GB: [''], US: ['TX', 'NY', 'CA'], IE: ['Co. Dublin', 'Co. Cork'] };
+const HOURS = ['08:30-17:30', '09:00-12:30, 13:30-17:00', '10:00 AM-06:00 PM', 'x', '', '18:00-02:00'];
+
+const q = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+
+function row(i: number): string {
+  const org = i % ORGS;
+  const cc = COUNTRY[org % COUNTRY.length]!;
+  const name = `${WORDS[org % 10]} ${WORDS[Math.floor(org / 10) % 10]} ${TRADES[org % 8]} ${org}`;
+  const n = Math.floor(i / ORGS);
+  const city = CITIES[(i * 7) % CITIES.length]!;
+  const areas = AREA[cc]!;
+  const h = (d: number) => HOURS[(i + d) % HOURS.length]!;
+  const cells = [
+    `S-${String(n).padStart(4, '0')}`,
+    name,
+    `${(i % 300) + 1} ${WORDS[i % 10]} Street`,
+    i % 3 === 0 ? `Unit ${i % 40}` : '',
+    '',
+    '',
+    '',
+    i % 5 === 0 ? 'Old Town' : '',
+    city,
+    areas[i % areas.length]!,
+    cc,
+    cc === 'US' ? String(10000 + (i % 89999)) : `AB${i % 99} ${i % 9}CD`,
+    (50 + (i % 1000) / 1000).toFixed(4),
+    (-1 - (i % 1000) / 1000).toFixed(4),
+    `+44 1947 ${String(600000 + (i % 399999))}`,
+    i % 4 === 0
+      ? `+44 1947 ${String(700000 + (i % 99999))}, +44 7700 900${String(i % 1000).padStart(3, '0')}`
+      : '',
+    `https://shop${org}.example.com/${city.toLowerCase()}`,
+    TRADES[org % 8]!,
+    'Gift shop, Delivery service',
+    h(0),
+    h(1),
+    h(2),
+    h(3),
+    h(4),
+    h(5),
+    h(6),
+    i % 2 === 0 ? '2026-12-24: 09:00-13:00, 2026-12-25: x, 2026-12-26: x' : '',
+    `Family-run since ${1950 + (i % 70)}, on the corner of "${WORDS[i % 10]} Street".\nAsk about delivery, gift cards and more.`,
+    `${1950 + (i % 70)}-0${(i % 9) + 1}`,
+    `https://cdn.example.com/${org}/logo.png`,
+    '',
+    '',
+    'Local, Independent',
+    '',
+  ];
+  return cells.map(q).join(',');
+}
+
+async function writeSheet(file: string): Promise<void> {
+  const handle = await fs.open(file, 'w');
+  let chunk: string[] = [HEADER];
+  for (let i = 0; i < ROWS; i++) {
+    chunk.push(row(i));
+    if (chunk.length >= 5000) {
+      await handle.write(`${chunk.join('\r\n')}\r\n`);
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) await handle.write(`${chunk.join('\r\n')}\r\n`);
+  await handle.close();
+}
+
+/** Peak resident set size while `work` runs, sampled every 20 ms (process-wide maxRSS only grows). */
+async function measured<T>(work: () => Promise<T>): Promise<{ result: T; seconds: number; peakMb: number }> {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 20);
+  const start = process.hrtime.bigint();
+  try {
+    const result = await work();
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    peak = Math.max(peak, process.memoryUsage().rss);
+    return { result, seconds, peakMb: peak / 2 ** 20 };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+async function main(): Promise<void> {
+  const dbName = `bizdir_bench_loc_${process.pid}_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${dbName}`);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${dbName}`;
+  const handle = createDb(url.toString(), { max: 4, applicationName: 'bizdir-bench' });
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-bench-loc-'));
+  const file = path.join(dir, 'locations.csv');
+  try {
+    await migrateToLatest(handle.db);
+    await writeSheet(file);
+    const size = (await fs.stat(file)).size;
+    console.log(`sheet: ${ROWS} rows, ${ORGS} Orgs, ${(size / 2 ** 20).toFixed(1)} MiB (${file})`);
+    const deps = { db: handle.db, ...(BATCH ? { batchSize: BATCH } : {}) };
+    const phases: [string, number][] = [];
+    for (const label of ['first import', 'unchanged re-import']) {
+      const run = await createRun(handle.db, { feed: 'locations', source: file, options: { full: false } });
+      const { result, seconds, peakMb } = await measured(() => runImport(deps, run.id));
+      const rate = ROWS / seconds;
+      phases.push([label, rate]);
+      console.log(
+        `${label.padEnd(20)} ${seconds.toFixed(2)} s  ${Math.round(rate).toLocaleString('en')} rows/s  ` +
+          `peak RSS ${peakMb.toFixed(0)} MiB  (inserted ${result.inserted}, updated ${result.updated}, ` +
+          `unchanged ${result.unchanged}, rejected ${result.rejected})`,
+      );
+    }
+    const orgs = await handle.db
+      .selectFrom('orgs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirst();
+    console.log(
+      `Orgs created: ${orgs?.n}; targets: first import >= 20,000 rows/s, re-import >= 40,000 rows/s`,
+    );
+  } finally {
+    await handle.close();
+    await admin.query(`drop database if exists ${dbName} with (force)`);
+    await admin.end();
+    if (process.env.BENCH_KEEP_SHEET) console.log(`kept ${file}`);
+    else await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
