@@ -13,6 +13,7 @@ import { startMeiliServer } from '../shared/search/meili-server.js';
 import { pendingChanges, syncOutbox } from '../shared/search/org-sync.js';
 import { searchOrgs } from '../shared/search/search-orgs.js';
 import { driftCount, verifyIndex } from '../shared/search/verify.js';
+import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { importFeed } from './support/import.js';
@@ -116,7 +117,30 @@ describe('sync through the index queue', () => {
     expect(renamed.total).toBe(1);
     expect((await find('acme')).total).toBe(0);
     expect((await find('idget')).total).toBe(1);
-    expect(await pendingChanges(t.db)).toBe(0);
+    // The import may commit further statements after the rename; the queue drains them too.
+    expect(await eventually(() => pendingChanges(t.db), (n) => n === 0)).toBe(0);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+  });
+
+  it('`bizdir reindex` without --wait queues a rebuild that a worker runs and swaps in', async () => {
+    const before = (await meili.getRawIndex(indexUid)).createdAt;
+    const env = {
+      DATABASE_URL: t.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: queue.prefix,
+      ...meiliEnv(indexUid),
+    };
+    const queued = await runCli(['reindex'], env);
+    expect(queued.code).toBe(0);
+    expect(queued.stdout).toMatch(/queued search rebuild/);
+    // The swap exchanges the indexes' contents under their names, so the live name's creation date
+    // becomes the new index's.
+    const after = await eventually(
+      async () => (await meili.getRawIndex(indexUid)).createdAt,
+      (createdAt) => createdAt !== before,
+    );
+    expect(after).not.toBe(before);
+    expect((await find('idget')).total).toBe(1);
     expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
   });
 });
