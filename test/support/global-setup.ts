@@ -32,6 +32,11 @@ export default async function setup(project: TestProject) {
   const meili = await startRunMeili(runId);
   project.provide('meiliUrl', meili.server.url);
   project.provide('meiliKey', meili.server.masterKey);
+  // Anything a test starts without naming a Meilisearch (a spawned `bizdir worker`, say) inherits
+  // these, so no test process ever reaches a local Meilisearch or a user's index.
+  process.env.MEILI_URL = meili.server.url;
+  process.env.MEILI_MASTER_KEY = meili.server.masterKey;
+  process.env.MEILI_INDEX = `t_default_${runId}`.replace(/[^A-Za-z0-9_-]/g, '_');
 
   return async () => {
     await meili.stop();
