@@ -1,5 +1,7 @@
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
+import { ImportOptionsError } from '../ingest/feed-handler.js';
+import { locationsFeed } from '../ingest/locations.feed.js';
 import { headerKey, matchLocationHeaders } from '../ingest/locations.headers.js';
 import { normalizeLocationRow, urlOf, yearOf } from '../ingest/locations.normalize.js';
 import { regionOf } from '../ingest/locations.regions.js';
@@ -227,5 +229,18 @@ describe('location rows', () => {
     expect(urlOf('http://example.com')).toBe('http://example.com');
     expect(urlOf('ftp://example.com')).toBeNull();
     expect(urlOf('n/a')).toBeNull();
+  });
+});
+
+describe('location feed options', () => {
+  it('takes --org and --full, checks --country, and keeps registrar-only options out', () => {
+    expect(locationsFeed.parseOptions({ org: ' 09876543 ', full: true })).toEqual({
+      org: '09876543',
+      full: true,
+    });
+    expect(locationsFeed.parseOptions({ country: 'gb' })).toEqual({ full: false, country: 'GB' });
+    expect(() => locationsFeed.parseOptions({ country: 'XX' })).toThrow(ImportOptionsError);
+    expect(() => locationsFeed.parseOptions({ org: '  ' })).toThrow(/--org needs/);
+    expect(locationsFeed.lockKey({})).toBe('locations');
   });
 });
