@@ -26,7 +26,8 @@ function orgQuery(db: Db) {
     .selectFrom('orgs')
     .leftJoin('addresses as ra', 'ra.id', 'orgs.registered_address_id')
     .leftJoin('locations as dl', (join) =>
-      join.onRef('dl.org_id', '=', 'orgs.id').on('dl.is_default', '=', true),
+      // A literal, not a bind parameter, so the planner can use the partial index locations_one_default.
+      join.onRef('dl.org_id', '=', 'orgs.id').on(sql<boolean>`dl.is_default`),
     )
     .leftJoin('addresses as da', 'da.id', 'dl.address_id')
     .select([
