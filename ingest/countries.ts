@@ -392,7 +392,18 @@ export const ISO_CODES: ReadonlySet<string> = new Set(Object.keys(ISO_NAMES));
  * ISO code of a country name or code, or null when unknown. A two-letter input is taken as a code
  * when it is one (the register never writes codes, but other feeds do).
  */
+const memo = new Map<string, string | null>();
+
 export function countryCodeOf(name: string): string | null {
+  // Feeds repeat a handful of spellings millions of times; folding each again would cost more.
+  const cached = memo.get(name);
+  if (cached !== undefined) return cached;
+  const code = lookup(name);
+  if (memo.size < 10_000) memo.set(name, code);
+  return code;
+}
+
+function lookup(name: string): string | null {
   const folded = foldCountryName(name);
   if (folded === '') return null;
   const known = BY_NAME.get(folded);

@@ -21,6 +21,16 @@ export async function recordRunKeys(
   return new Set(rows.map((r) => r.key));
 }
 
+/**
+ * Drops a finished run's keys. A run has millions; deleting them leaves as many dead index entries
+ * for the next run to step over, so when no other run holds keys the table is truncated instead
+ * (under its lock, so no run can add keys between the check and the truncate).
+ */
 export async function deleteRunKeys(trx: Transaction<Database>, runId: number): Promise<void> {
-  await sql`delete from import_run_keys where run_id = ${runId}`.execute(trx);
+  await sql`lock table import_run_keys in access exclusive mode`.execute(trx);
+  const { rows } = await sql<{ others: boolean }>`
+    select exists (select 1 from import_run_keys where run_id < ${runId})
+        or exists (select 1 from import_run_keys where run_id > ${runId}) as others`.execute(trx);
+  if (rows[0]?.others) await sql`delete from import_run_keys where run_id = ${runId}`.execute(trx);
+  else await sql`truncate import_run_keys`.execute(trx);
 }

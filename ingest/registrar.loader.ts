@@ -32,14 +32,22 @@ interface Ctx {
 }
 
 async function findExisting(trx: Transaction<Database>, country: string, numbers: string[]) {
-  const { rows } = await sql<Existing>`
+  // The Org's hash covers its address's hash, so an unchanged Org needs no look at its address:
+  // only Orgs whose hash differs get their address hash read (addressHashes), which keeps a no-op
+  // re-import to one index lookup per row.
+  const { rows } = await sql<Omit<Existing, 'address_hash'>>`
     select o.id, o.registration_number as number, o.name, o.content_hash, o.left_register_on,
-           o.last_run_id, a.id as address_id, a.content_hash as address_hash
-    from orgs o left join addresses a on a.id = o.registered_address_id
-    where o.registration_country = ${country} and o.registration_number = any(${numbers}::text[])`.execute(
-    trx,
-  );
-  return new Map(rows.map((r) => [r.number, r]));
+           o.last_run_id, o.registered_address_id as address_id
+    from unnest(${numbers}::text[]) as k(number)
+    join orgs o on o.registration_country = ${country} and o.registration_number = k.number`.execute(trx);
+  return new Map(rows.map((r) => [r.number, { ...r, address_hash: null } as Existing]));
+}
+
+async function addressHashes(trx: Transaction<Database>, ids: number[]): Promise<Map<number, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<{ id: number; content_hash: string }>`
+    select id, content_hash from addresses where id = any(${ids}::bigint[])`.execute(trx);
+  return new Map(rows.map((r) => [Number(r.id), r.content_hash]));
 }
 
 const col = <T>(items: readonly T[], pick: (t: T) => string | number | boolean | null) => items.map(pick);
@@ -184,6 +192,15 @@ export async function loadRegistrarBatch(
   const firstSeen = await recordRunKeys(trx, ctx.runId, numbers);
   const existing = await findExisting(trx, ctx.country, numbers);
 
+  const stale = [...existing.values()].filter(
+    (e) => e.address_id !== null && e.content_hash !== last.get(e.number)!.record.orgHash,
+  );
+  const hashes = await addressHashes(
+    trx,
+    stale.map((e) => e.address_id!),
+  );
+  for (const e of stale) e.address_hash = hashes.get(e.address_id!) ?? null;
+
   const inserts: BatchRow<RegistrarRecord>[] = [];
   const orgChanges: OrgChange[] = [];
   const addressChanges: OrgChange[] = [];
@@ -201,7 +218,11 @@ export async function loadRegistrarBatch(
       continue;
     }
     const orgChanged = found.content_hash !== rec.orgHash || found.left_register_on !== null;
-    const addressChanged = found.address_id !== null && found.address_hash !== rec.addressHash;
+    // address_hash was read only for Orgs whose hash differs (an equal Org hash implies an equal address).
+    const addressChanged =
+      found.address_id !== null &&
+      found.content_hash !== rec.orgHash &&
+      found.address_hash !== rec.addressHash;
     if (!orgChanged && !addressChanged && found.address_id !== null) {
       if (!repeat) unchanged++;
       continue;

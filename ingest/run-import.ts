@@ -149,13 +149,28 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
     const skip = run.checkpoint_rows;
     let seen = 0;
     let current = run;
-    for await (const batch of csv.batches) {
+    // Read ahead: the next batch is read and parsed while this one's transaction waits on Postgres.
+    const readAhead = () => {
+      const p = csv.batches.next();
+      // Handled here so a batch that fails while we are already failing is not an unhandled rejection.
+      p.catch(() => {});
+      return p;
+    };
+    let next = readAhead();
+    for (;;) {
+      const step = await next;
+      if (step.done) break;
+      next = readAhead();
+      const batch = step.value;
       const start = seen;
       seen += batch.length;
       if (seen <= skip) continue;
       const records = start < skip ? batch.slice(skip - start) : batch;
       const { rows, issues } = normalizeBatch(prepared, records, csv.header.length);
       const committed = await db.transaction().execute(async (trx) => {
+        // Safe without waiting for the WAL flush: the checkpoint commits with the batch, so a server
+        // crash can only lose whole batches together with their checkpoint, and the retry redoes them.
+        await sql`set local synchronous_commit = off`.execute(trx);
         const outcome = await prepared.loadBatch(trx, rows, ctx);
         const all = outcome.issues ? [...issues, ...outcome.issues] : issues;
         await insertIssues(trx, run.id, all);

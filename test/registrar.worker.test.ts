@@ -50,6 +50,17 @@ async function waitForRun(
   }
 }
 
+async function withImportQueue<T>(fn: (q: Queue) => Promise<T>): Promise<T> {
+  const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+  const q = new Queue('import', { connection, prefix: queue.prefix });
+  try {
+    return await fn(q);
+  } finally {
+    await q.close();
+    connection.disconnect();
+  }
+}
+
 beforeAll(async () => {
   t = await createTestDb();
   queue = testQueuePrefix();
@@ -91,6 +102,17 @@ describe('registrar import through the queue', () => {
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/import run 3 failed: not a company register file: missing columns/);
     expect(await registerState(t.db)).toEqual(before);
+    await withImportQueue(async (q) => {
+      // The job mirrors the run's progress; a bad file is not retried (UnrecoverableError).
+      expect((await q.getJob('import-run-1'))?.progress).toMatchObject({
+        runId: 1,
+        status: 'succeeded',
+        rowsRead: 10,
+      });
+      const badJob = await q.getJob('import-run-3');
+      expect(await badJob?.getState()).toBe('failed');
+      expect(badJob?.attemptsMade).toBe(1);
+    });
     await stopWorker(worker);
     expect(worker.exitCode).toBe(0);
   });
@@ -101,14 +123,8 @@ describe('registrar import through the queue', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/file not found: .*no-such-file\.csv/);
     expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
-    const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-    const q = new Queue('import', { connection, prefix: queue.prefix });
-    try {
-      expect(await q.getJobCounts('wait', 'delayed', 'active')).toEqual({ wait: 0, delayed: 0, active: 0 });
-    } finally {
-      await q.close();
-      connection.disconnect();
-    }
+    const counts = await withImportQueue((q) => q.getJobCounts('wait', 'delayed', 'active'));
+    expect(counts).toEqual({ wait: 0, delayed: 0, active: 0 });
   });
 
   it('a worker killed mid-file, then the job retried by another worker, gives the database of one clean run', async () => {
