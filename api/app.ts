@@ -30,6 +30,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
     // Fastify's request log lines carry the URL, and with it the api_key; ours below do not.
     disableRequestLogging: true,
+    // No implicit HEAD twins: a HEAD would pass auth and spend a credit on a body nobody receives.
+    exposeHeadRoutes: false,
   });
   app.setValidatorCompiler(validatorCompiler());
   // JSON only (DECISIONS.md, Contacts): text bodies get 415 instead of being parsed as strings.
