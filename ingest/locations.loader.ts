@@ -9,7 +9,13 @@ import { deleteRunKeys, recordRunKeys } from './import-run-keys.repository.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
 import type { LocationRow, OrgRef } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
-import { columnsToRead, contentHash, mergeAddress, mergeLocation } from './locations.records.js';
+import {
+  columnsToRead,
+  contentHash,
+  encodeLocation,
+  mergeAddress,
+  mergeLocation,
+} from './locations.records.js';
 import {
   type AddressWrite,
   closeMissing,
@@ -162,7 +168,7 @@ export class LocationsLoader {
       const e = byKey.get(p.key);
       const content = mergeLocation(p.row.location, e?.stored);
       const address = mergeAddress(p.row.address, e?.storedAddress);
-      const hash = contentHash(content);
+      const { encoded, hash } = encodeLocation(content);
       const addrHash = contentHash(address);
       const addressChanged = e === undefined || e.address_id === null || e.address_hash !== addrHash;
       if (e && e.content_hash === hash && !addressChanged && e.closed_date === null) {
@@ -182,6 +188,7 @@ export class LocationsLoader {
           address_id: e?.address_id ?? 0,
           position: p.line,
           content,
+          encoded,
           hash,
           // A Location the run already wrote (a repeated key) is not bumped a second time.
           bump: e === undefined || e.last_run_id !== runId,
@@ -207,8 +214,7 @@ export class LocationsLoader {
 
   private async writeInserts(trx: Transaction<Database>, inserts: Write[]): Promise<void> {
     if (inserts.length === 0) return;
-    const ids = await takeIds(trx, 'locations', inserts.length);
-    const addressIds = await takeIds(trx, 'addresses', inserts.length);
+    const { locations: ids, addresses: addressIds } = await takeIds(trx, inserts.length, inserts.length);
     const slugs = await allocateSlugs(
       trx,
       'location',
@@ -253,7 +259,7 @@ export class LocationsLoader {
     });
     // Every Location has an Address; one without (written by hand, say) gets its first one now.
     const homeless = updates.filter((u) => u.e.address_id === null);
-    const homeIds = await takeIds(trx, 'addresses', homeless.length);
+    const { addresses: homeIds } = await takeIds(trx, 0, homeless.length);
     homeless.forEach((u, i) => {
       u.addr.id = homeIds[i]!;
       u.loc.address_id = homeIds[i]!;

@@ -83,9 +83,13 @@ export function yearOf(text: string): number | null {
   return y;
 }
 
+const PLAIN_URL = /^https?:\/\/[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?([/?#][^\s]*)?$/i;
+
 /** An http(s) URL; a bare host such as `example.com/x` gets `https://`. Null when it is no URL. */
 export function urlOf(text: string): string | null {
   const t = text.trim();
+  // The usual cell is a plain http(s) address: take it without the cost of a URL parse.
+  if (PLAIN_URL.test(t)) return t;
   const withScheme = /^[a-z][a-z0-9+.-]*:/i.test(t) ? t : `https://${t}`;
   try {
     const url = new URL(withScheme);

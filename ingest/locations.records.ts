@@ -209,5 +209,56 @@ export function mergeAddress(patch: AddressPatch, stored: StoredAddress | undefi
 }
 
 /** Hash of a canonical value (built by the merge functions above, so key order is fixed). */
-export const contentHash = (value: LocationContent | AddressContent) =>
+export const contentHash = (value: AddressContent) =>
   createHash('md5').update(JSON.stringify(value)).digest('base64url');
+
+/** A Postgres array literal (`{"a","b \\"c\\""}`) for a text[] cast. */
+export function pgTextArray(items: readonly string[] | null): string | null {
+  if (items === null) return null;
+  return `{${items.map((i) => `"${i.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
+}
+
+/** The nested parts of a Location as the text the writer sends (jsonb and text[] casts). */
+export interface EncodedLocation {
+  phones: string;
+  hours: string;
+  links: string;
+  categories: string | null;
+  labels: string | null;
+}
+
+/**
+ * Encodes a Location's nested parts once and hashes the whole from them: the same strings then go
+ * to Postgres, so a written row costs one serialization, not one for the hash and one for the write.
+ * JSON text never holds a raw NUL, so NUL separators keep the parts apart.
+ */
+export function encodeLocation(c: LocationContent): { encoded: EncodedLocation; hash: string } {
+  const encoded: EncodedLocation = {
+    phones: JSON.stringify(c.phones),
+    hours: JSON.stringify(c.hours),
+    links: JSON.stringify(c.links),
+    categories: pgTextArray(c.categories),
+    labels: pgTextArray(c.labels),
+  };
+  const scalars = JSON.stringify([
+    c.name,
+    c.description,
+    c.year_established,
+    c.latitude,
+    c.longitude,
+    c.primary_category,
+    c.logo_url,
+  ]);
+  const hash = createHash('md5')
+    .update(scalars)
+    .update('\0')
+    .update(encoded.phones)
+    .update('\0')
+    .update(encoded.hours)
+    .update('\0')
+    .update(encoded.links)
+    .update('\0')
+    .update(JSON.stringify([c.categories, c.labels]))
+    .digest('base64url');
+  return { encoded, hash };
+}

@@ -1,10 +1,16 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
-import type { AddressContent, LocationContent, StoredAddress, StoredLocation } from './locations.records.js';
+import type {
+  AddressContent,
+  EncodedLocation,
+  LocationContent,
+  StoredAddress,
+  StoredLocation,
+} from './locations.records.js';
 
 /**
  * Set-based writes for the location feed: each function is one statement over a whole batch
- * (arrays bound as single parameters and unnested), so a batch costs a handful of round trips
+ * (keys as array parameters, rows as one JSON document), so a batch costs a handful of round trips
  * whatever its size, and the number of bind parameters never grows with it.
  */
 
@@ -65,16 +71,24 @@ export async function findLocations(
 }
 
 /**
- * Takes `n` ids from a table's identity sequence. Rows are then inserted with their ids known, so
- * a Location can point at its new Address without relying on the order of RETURNING rows.
+ * Takes `n` ids from the locations and the addresses identity sequences (one round trip). Rows are
+ * then inserted with their ids known, so a Location can point at its new Address without relying
+ * on the order of RETURNING rows.
  */
-export async function takeIds(trx: Trx, table: 'locations' | 'addresses', n: number): Promise<number[]> {
-  if (n === 0) return [];
-  const { rows } = await sql<{ id: number }>`
-    select nextval(pg_get_serial_sequence(${table}, 'id')) as id from generate_series(1, ${n}::int)`.execute(
-    trx,
-  );
-  return rows.map((r) => r.id);
+export async function takeIds(
+  trx: Trx,
+  locations: number,
+  addresses: number,
+): Promise<{ locations: number[]; addresses: number[] }> {
+  if (locations === 0 && addresses === 0) return { locations: [], addresses: [] };
+  const { rows } = await sql<{ l: number | null; a: number | null }>`
+    select case when g <= ${locations}::int then nextval(pg_get_serial_sequence('locations', 'id')) end as l,
+      case when g <= ${addresses}::int then nextval(pg_get_serial_sequence('addresses', 'id')) end as a
+    from generate_series(1, greatest(${locations}::int, ${addresses}::int)) g`.execute(trx);
+  return {
+    locations: rows.flatMap((r) => (r.l === null ? [] : [r.l])),
+    addresses: rows.flatMap((r) => (r.a === null ? [] : [r.a])),
+  };
 }
 
 export interface AddressWrite {
@@ -132,6 +146,7 @@ export interface LocationWrite {
   address_id: number;
   position: number;
   content: LocationContent;
+  encoded: EncodedLocation;
   hash: string;
   /** False when this run already bumped the Location (a store code repeated in the sheet). */
   bump: boolean;
@@ -142,27 +157,21 @@ const LOCATION_RECORD = sql`v(id bigint, org_id bigint, code text, domain_cc tex
   year_established int, latitude float8, longitude float8, primary_category text, categories text,
   labels text, logo_url text, hash text, bump boolean)`;
 
-/** A Postgres array literal (`{"a","b \"c\""}`) for a text[] cast. */
-export function pgTextArray(items: readonly string[] | null): string | null {
-  if (items === null) return null;
-  return `{${items.map((i) => `"${i.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
-}
-
 const locationJson = (rows: readonly LocationWrite[]) =>
   JSON.stringify(
-    rows.map(({ content: c, ...r }) => ({
+    rows.map(({ content: c, encoded: e, ...r }) => ({
       ...r,
       name: c.name,
       description: c.description,
-      phones: JSON.stringify(c.phones),
-      hours: JSON.stringify(c.hours),
-      links: JSON.stringify(c.links),
+      phones: e.phones,
+      hours: e.hours,
+      links: e.links,
       year_established: c.year_established,
       latitude: c.latitude,
       longitude: c.longitude,
       primary_category: c.primary_category,
-      categories: pgTextArray(c.categories),
-      labels: pgTextArray(c.labels),
+      categories: e.categories,
+      labels: e.labels,
       logo_url: c.logo_url,
     })),
   );

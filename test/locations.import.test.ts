@@ -371,6 +371,21 @@ describe('Org linking', () => {
   });
 });
 
+describe('odd values', () => {
+  it('round-trips list items with quotes, backslashes and braces', async () => {
+    const csv =
+      'Store code,Business name,Address line 1,Country / Region,Labels,Additional categories\n' +
+      'Q-1,Quote Shop,1 Odd Lane,GB,"Say ""hi"", back\\slash, {braces}","Caf\u00e9; ""Tea"", Room"\n';
+    const run = await importFeed(t.db, 'locations', await tempSheet(csv));
+    expect(run).toMatchObject({ inserted: 1, rejected: 0 });
+    const row = (await locations()).get('Q-1')!;
+    expect(row.labels).toEqual(['Say "hi"', 'back\\slash', '{braces}']);
+    expect(row.categories).toEqual(['Caf\u00e9', '"Tea"', 'Room']);
+    const again = await importFeed(t.db, 'locations', await tempSheet(csv));
+    expect(again).toMatchObject({ unchanged: 1 });
+  });
+});
+
 describe('bad files', () => {
   it('fails a sheet missing a required column and changes nothing', async () => {
     const before = await locations();
