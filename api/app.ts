@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import { opsPlugin } from './ops/ops.plugin.js';
@@ -29,7 +29,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: false,
     forceCloseConnections: 'idle',
     // Fastify's request log lines carry the URL, and with it the api_key; ours below do not.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // No implicit HEAD twins: a HEAD would pass auth and spend a credit on a body nobody receives.
     exposeHeadRoutes: false,
   });

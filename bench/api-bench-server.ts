@@ -14,6 +14,12 @@ import { parseDomain } from '../shared/domains.js';
 const mode = process.argv[2];
 const config = loadConfig();
 
+const stopOn = (close: () => Promise<unknown>) => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => close().then(() => process.exit(0)));
+  }
+};
+
 if (mode === 'bare') {
   const { db, close } = createDb(config.databaseUrl!, { max: 20, applicationName: 'bizdir-bench-bare' });
   const app = Fastify({ logger: false });
@@ -26,10 +32,12 @@ if (mode === 'bare') {
   });
   app.addHook('onClose', close);
   await app.listen({ host: '127.0.0.1', port: 0 });
+  stopOn(() => app.close());
   console.log(`listening ${(app.server.address() as { port: number }).port}`);
 } else if (mode === 'app') {
   const app = await buildApp({ config });
   await app.listen({ host: '127.0.0.1', port: 0 });
+  stopOn(() => app.close());
   console.log(`listening ${(app.server.address() as { port: number }).port}`);
 } else {
   throw new Error('usage: api-bench-server.ts bare|app');
