@@ -2,8 +2,9 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 
 /**
- * The keys a run has loaded (table import_run_keys, migration 0005). Written in each batch's
- * transaction, so it survives a crash exactly as far as the checkpoint does.
+ * Keys a run met but did not write (unchanged records) (table import_run_keys, migration 0005);
+ * the records it wrote carry its id in last_run_id instead, which saves a key row per new record.
+ * Written in each batch's transaction, so it survives a crash exactly as far as the checkpoint does.
  */
 
 /** Records keys for the run; returns those seen for the first time (the rest are duplicates). */

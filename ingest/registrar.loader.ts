@@ -86,30 +86,44 @@ async function insertOrgs(
   ctx: Ctx,
 ) {
   if (rows.length === 0) return [];
-  const addressIds = await nextAddressIds(trx, rows.length);
-  await insertAddresses(trx, rows, addressIds, ctx.country);
   const slugs = await allocateSlugs(
     trx,
     'org',
     rows.map((r) => ({ base: slugify(r.record.name) })),
   );
   const r = (k: keyof RegistrarRecord) => col(rows, (x) => x.record[k] as string | null);
-  const { rows: inserted } = await sql<{ id: number; slug: string }>`
-    insert into orgs (domain_cc, public_slug, name, informal_name, sic_code, registration_country,
-      registration_number, registration_date, registered_address_id, company_status, company_category,
-      content_hash, last_run_id)
-    select ${ctx.country.toLowerCase()}, v.slug, v.name, v.informal_name, v.sic_code, ${ctx.country}, v.number,
-      v.date, v.address_id, v.status, v.category, v.hash, ${ctx.runId}::bigint
-    from unnest(${slugs}::text[], ${r('name')}::text[], ${r('informal_name')}::text[], ${r('sic_code')}::text[],
-      ${r('number')}::text[], ${r('registration_date')}::date[], ${addressIds}::bigint[],
-      ${r('company_status')}::text[], ${r('company_category')}::text[], ${r('orgHash')}::text[])
-      as v(slug, name, informal_name, sic_code, number, date, address_id, status, category, hash)
-    returning id, public_slug as slug`.execute(trx);
-  await recordSlugs(
-    trx,
-    'org',
-    inserted.map((o) => ({ slug: o.slug, ownerId: Number(o.id) })),
-  );
+  const cc = ctx.country.toLowerCase();
+  // One statement for the addresses, the Orgs and their public domain labels (what recordSlugs
+  // would do): a new company costs no extra round trip, which is most of a first import's time.
+  // The address ids are drawn in `v` (materialized once) so each Org points at its own address.
+  const { rows: inserted } = await sql<{ id: number }>`
+    with v as (
+      select u.*, nextval(pg_get_serial_sequence('addresses', 'id')) as address_id
+      from unnest(${slugs}::text[], ${r('name')}::text[], ${r('informal_name')}::text[], ${r('sic_code')}::text[],
+        ${r('number')}::text[], ${r('registration_date')}::date[], ${r('company_status')}::text[],
+        ${r('company_category')}::text[], ${r('orgHash')}::text[],
+        ${col(rows, (x) => x.record.address.country_code?.toLowerCase() ?? cc)}::text[],
+        ${addr(rows, 'line1')}::text[], ${addr(rows, 'line2')}::text[], ${addr(rows, 'line3')}::text[],
+        ${addr(rows, 'city')}::text[], ${addr(rows, 'state')}::text[], ${addr(rows, 'zip')}::text[],
+        ${addr(rows, 'country_code')}::text[], ${col(rows, (x) => x.record.addressHash)}::text[])
+        as u(slug, name, informal_name, sic_code, number, date, status, category, hash,
+             a_cc, line1, line2, line3, city, state, zip, country_code, a_hash)
+    ), a as (
+      insert into addresses (id, domain_cc, line1, line2, line3, city, state, zip, country_code, content_hash)
+      overriding system value
+      select address_id, a_cc, line1, line2, line3, city, state, zip, country_code, a_hash from v
+    ), o as (
+      insert into orgs (domain_cc, public_slug, name, informal_name, sic_code, registration_country,
+        registration_number, registration_date, registered_address_id, company_status, company_category,
+        content_hash, last_run_id)
+      select ${cc}, slug, name, informal_name, sic_code, ${ctx.country}, number, date, address_id, status,
+        category, hash, ${ctx.runId}::bigint
+      from v
+      returning id, public_slug
+    ), d as (
+      insert into org_public_domains (slug, org_id) select public_slug, id from o on conflict (slug) do nothing
+    )
+    select id from o`.execute(trx);
   return inserted.map((o) => Number(o.id));
 }
 
@@ -189,8 +203,13 @@ export async function loadRegistrarBatch(
   const unique = [...last.values()];
   let duplicates = rows.length - unique.length;
   const numbers = unique.map((r) => r.record.number);
-  const firstSeen = await recordRunKeys(trx, ctx.runId, numbers);
   const existing = await findExisting(trx, ctx.country, numbers);
+  // Has this run met a number before? Orgs it wrote carry its id in last_run_id; the ones it found
+  // unchanged (and so did not write) are listed in import_run_keys. A new number cannot be a repeat.
+  const unwritten = [...existing.values()].filter((e) => e.last_run_id !== ctx.runId).map((e) => e.number);
+  const firstSeen = await recordRunKeys(trx, ctx.runId, unwritten);
+  const isRepeat = (number: string, found: Existing | undefined) =>
+    found !== undefined && (found.last_run_id === ctx.runId || !firstSeen.has(number));
 
   const stale = [...existing.values()].filter(
     (e) => e.address_id !== null && e.content_hash !== last.get(e.number)!.record.orgHash,
@@ -209,11 +228,10 @@ export async function loadRegistrarBatch(
   for (const row of unique) {
     const rec = row.record;
     // A number an earlier batch of this run already had: the later row wins, counted once.
-    const repeat = !firstSeen.has(rec.number);
-    if (repeat) duplicates++;
     const found = existing.get(rec.number);
+    const repeat = isRepeat(rec.number, found);
+    if (repeat) duplicates++;
     if (!found) {
-      // Only possible for a repeat if the earlier row was rejected, which never records its key.
       inserts.push(row);
       continue;
     }
@@ -245,7 +263,8 @@ export async function loadRegistrarBatch(
 }
 
 /**
- * `--full`: every Org of the register country that the run did not load has left the register.
+ * `--full`: every Org of the register country that the run neither wrote (last_run_id) nor found
+ * unchanged (import_run_keys) has left the register.
  * Nothing is deleted; an Org that comes back later is cleared by updateOrgs (its hash check sees
  * left_register_on set). Also drops the run's key list, which is no longer needed.
  */
@@ -256,7 +275,7 @@ export async function closeMissingOrgs(trx: Transaction<Database>, ctx: Ctx, ful
       update orgs o set left_register_on = current_date, version_number = o.version_number + 1,
         updated = now(), last_run_id = ${ctx.runId}::bigint
       where o.registration_country = ${ctx.country} and o.registration_number is not null
-        and o.left_register_on is null
+        and o.left_register_on is null and o.last_run_id is distinct from ${ctx.runId}::bigint
         and not exists (select 1 from import_run_keys k where k.run_id = ${ctx.runId}::bigint and k.key = o.registration_number)
       returning o.id`.execute(trx);
     ids = rows.map((r) => Number(r.id));

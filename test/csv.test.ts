@@ -109,3 +109,16 @@ describe('CSV reading', () => {
     await csv.batches.return(undefined);
   });
 });
+
+describe('CSV reading of non-text input', () => {
+  it('stops at an endless line instead of buffering it', async () => {
+    const endless = Readable.from(
+      (function* () {
+        for (let i = 0; i < 100; i++) yield Buffer.alloc(64 * 1024, 0x41);
+      })(),
+    );
+    await expect(openCsv(endless, { maxRecordChars: 256 * 1024 })).rejects.toThrow(
+      /line 1 is too long: not a CSV file/,
+    );
+  });
+});
