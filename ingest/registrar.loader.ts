@@ -8,8 +8,8 @@ import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js
 
 /**
  * The one place that writes register records. Set-based per batch: one query finds what exists,
- * then one statement per kind of write (insert addresses, insert Orgs, update Orgs, update
- * addresses), so the cost per row is a few microseconds of SQL, not a round trip.
+ * then one statement per kind of write (new companies with their addresses and public labels,
+ * changed Orgs, changed addresses), so the cost per row is a few microseconds of SQL, not a round trip.
  *
  * Versioning: an Org's hash covers its own fields and its address's hash (the Org shows its
  * registered address), so a changed address bumps the Address and its Org; an Org-only change bumps
@@ -38,8 +38,12 @@ async function findExisting(trx: Transaction<Database>, country: string, numbers
   const { rows } = await sql<Omit<Existing, 'address_hash'>>`
     select o.id, o.registration_number as number, o.name, o.content_hash, o.left_register_on,
            o.last_run_id, o.registered_address_id as address_id
-    from unnest(${numbers}::text[]) as k(number)
-    join orgs o on o.registration_country = ${country} and o.registration_number = k.number`.execute(trx);
+    from orgs o
+    -- = any() keeps the plan on the registration index whatever the table size; a join to unnest()
+    -- may be planned as a sequential scan of every Org for each batch.
+    where o.registration_country = ${country} and o.registration_number = any(${numbers}::text[])`.execute(
+    trx,
+  );
   return new Map(rows.map((r) => [r.number, { ...r, address_hash: null } as Existing]));
 }
 
