@@ -37,6 +37,11 @@ export interface RunImportDeps {
   batchSize?: number;
   /** Where a zip behind a URL is downloaded to (default: the OS temp folder). */
   tmpDir?: string;
+  /**
+   * Shutdown (issue 6): once aborted, the run stops after the batch in flight has committed and
+   * throws ImportInterruptedError; the run stays `running` at its checkpoint for the next worker.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ImportProgress {
@@ -52,6 +57,11 @@ export interface ImportProgress {
   closed: number;
   bytesRead: number;
   bytesTotal: number | null;
+}
+
+/** The worker is shutting down: the run stopped cleanly between batches and resumes elsewhere. */
+export class ImportInterruptedError extends Error {
+  override name = 'ImportInterruptedError';
 }
 
 /** An import that did not finish. `permanent`: retrying cannot help (bad file, missing source). */
@@ -116,6 +126,8 @@ export async function runImport(deps: RunImportDeps, runId: number): Promise<Imp
       }
     });
   } catch (error) {
+    // Not a failure: nothing to record, the run's row already says where it stopped.
+    if (error instanceof ImportInterruptedError) throw error;
     const failure = classify(error);
     if (failure.permanent) await markFailed(db, runId, failure.message);
     else await noteAttemptError(db, runId, failure.message).catch(() => {});
@@ -181,6 +193,8 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
       if (committed.outcome.changedOrgIds.length > 0)
         await deps.onBatchCommitted?.(committed.outcome.changedOrgIds);
       await deps.onProgress?.(progressOf(current));
+      if (deps.signal?.aborted)
+        throw new ImportInterruptedError(`import run ${run.id} handed back at row ${seen}`);
     }
     const acceptedRows = current.rows_read - current.rejected;
     if (run.options.full && acceptedRows === 0) {

@@ -1,6 +1,12 @@
-import { UnrecoverableError } from 'bullmq';
+import { UnrecoverableError, WaitingError } from 'bullmq';
 import { markFailed } from '../ingest/import-runs.repository.js';
-import { ImportFailedError, type ImportProgress, progressOf, runImport } from '../ingest/run-import.js';
+import {
+  ImportFailedError,
+  ImportInterruptedError,
+  type ImportProgress,
+  progressOf,
+  runImport,
+} from '../ingest/run-import.js';
 import type { ProcessorFactory } from './registry.js';
 
 /** Progress goes to Redis at most this often; the run row in Postgres has every batch anyway. */
@@ -11,7 +17,7 @@ const PROGRESS_EVERY_MS = 500;
  * ingest/run-import.ts; this maps failures onto BullMQ (a bad file is an UnrecoverableError, no
  * retry) and mirrors progress into the job.
  */
-export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => async (job) => {
+export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => async (job, token, signal) => {
   const { runId } = job.data;
   const logger = deps.logger.child({ runId, jobId: job.id });
   let lastProgress = 0;
@@ -23,11 +29,18 @@ export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => as
   };
   try {
     const run = await runImport(
-      { db: deps.db, logger, onProgress, onBatchCommitted: deps.orgsChanged },
+      { db: deps.db, logger, onProgress, onBatchCommitted: deps.orgsChanged, ...(signal ? { signal } : {}) },
       runId,
     );
     return progressOf(run);
   } catch (error) {
+    // Shutdown (issue 6): the run stopped between batches. Back to the wait list without using up an
+    // attempt; the next worker resumes it from its checkpoint.
+    if (error instanceof ImportInterruptedError && token) {
+      logger.info('handed back at shutdown; another worker resumes it from its checkpoint');
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
     if (error instanceof ImportFailedError && error.permanent) throw new UnrecoverableError(error.message);
     // Out of attempts: the run row must not stay "running" for ever.
     if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {

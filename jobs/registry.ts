@@ -22,7 +22,12 @@ export interface WorkerDeps {
   orgsChanged(orgIds: number[]): Promise<void>;
 }
 
-export type JobProcessor<N extends JobName> = (job: Job<JobData<N>, unknown, N>) => Promise<unknown>;
+/** BullMQ's processor signature: the lock token and an abort signal (aborted on shutdown) included. */
+export type JobProcessor<N extends JobName> = (
+  job: Job<JobData<N>, unknown, N>,
+  token: string | undefined,
+  signal: AbortSignal | undefined,
+) => Promise<unknown>;
 export type ProcessorFactory<N extends JobName> = (deps: WorkerDeps) => JobProcessor<N>;
 
 type Registry = { [Q in QueueName]?: { [N in JobName<Q>]?: ProcessorFactory<N> } };
@@ -58,9 +63,14 @@ export function queueProcessor<Q extends QueueName>(queue: Q, deps: WorkerDeps) 
     throw new MissingProcessorError(`queue "${queue}" has no processor for job ${missing.join(', ')}`);
   }
   const byName = new Map(names.map((n) => [n, table[n]!(deps)] as const));
-  return async (job: Job<JobData<JobName<Q>>, unknown, JobName<Q>>) => {
+  // Three declared parameters: BullMQ hands a processor an abort signal only when its arity says so.
+  return async (
+    job: Job<JobData<JobName<Q>>, unknown, JobName<Q>>,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ) => {
     const run = byName.get(job.name);
     if (!run) throw new MissingProcessorError(`no processor for job "${job.name}" on queue "${queue}"`);
-    return run(job as unknown as Job<JobData<JobName>, unknown, JobName>);
+    return run(job as unknown as Job<JobData<JobName>, unknown, JobName>, token, signal);
   };
 }

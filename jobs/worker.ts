@@ -75,6 +75,9 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     workers,
     async close(timeoutMs = 30_000) {
       await reconciler?.stop();
+      // Shutdown (issue 6): aborts the processors' signals, so an import stops after the batch it is
+      // committing and hands its job back instead of running to the end of the file.
+      for (const w of workers) w.cancelAllJobs('worker shutting down');
       let timer: NodeJS.Timeout | undefined;
       const graceful = Promise.all(workers.map((w) => w.close()));
       const deadline = new Promise<'timeout'>((resolve) => {
