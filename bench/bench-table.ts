@@ -1,0 +1,215 @@
+/**
+ * Reads what each benchmark prints (its own human-readable lines, or the search benchmark's final
+ * JSON object) into rows of one table: figure, measured value, baseline, ratio and target from the
+ * issues. A figure a benchmark did not print is left out, never invented.
+ */
+export interface BenchRow {
+  bench: string;
+  figure: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  ratio?: number;
+  target: string;
+  /** undefined: the figure has no target. */
+  met?: boolean;
+}
+
+const num = (s: string | undefined) => (s === undefined ? Number.NaN : Number(s.replaceAll(',', '')));
+const ok = (rows: BenchRow[]) => rows.filter((r) => Number.isFinite(r.value));
+
+/** `npm run bench:import` (issue 2). */
+export function parseImport(out: string): BenchRow[] {
+  const base = num(/\(a\) baseline[^:]*: [\d.]+ s, ([\d.,]+) rows\/s/.exec(out)?.[1]);
+  const phase = (label: string) =>
+    /: [\d.]+ s, ([\d.,]+) rows\/s = ([\d.]+) x \(a\)/.exec(out.split(label)[1] ?? '');
+  const rows: BenchRow[] = [
+    { bench: 'import', figure: '(a) papaparse -> COPY', value: base, unit: 'rows/s', target: 'baseline' },
+  ];
+  const targets: Array<[string, string, number | undefined]> = [
+    ['(b) first import', '>= 0.25 x (a)', 0.25],
+    ['(c) same file again', '>= 0.5 x (a)', 0.5],
+    ['(d) 10% of rows changed', '-', undefined],
+  ];
+  for (const [label, target, min] of targets) {
+    const m = phase(label);
+    const ratio = num(m?.[2]);
+    rows.push({
+      bench: 'import',
+      figure: label,
+      value: num(m?.[1]),
+      unit: 'rows/s',
+      baseline: base,
+      ratio,
+      target,
+      ...(min !== undefined ? { met: ratio >= min } : {}),
+    });
+  }
+  const rss = num(/worker peak RSS: (\d+) MB/.exec(out)?.[1]);
+  rows.push({
+    bench: 'import',
+    figure: 'worker peak RSS',
+    value: rss,
+    unit: 'MB',
+    target: '< 512 MB',
+    met: rss < 512,
+  });
+  return ok(rows);
+}
+
+/** `npm run bench:api` (issue 3). */
+export function parseApi(out: string): BenchRow[] {
+  const line = (label: RegExp) => {
+    const m = new RegExp(
+      `${label.source}\\s+(\\d+) req/s\\s+p50\\s+([\\d.]+) ms\\s+p99\\s+([\\d.]+) ms`,
+    ).exec(out);
+    return { rps: num(m?.[1]), p50: num(m?.[2]), p99: num(m?.[3]) };
+  };
+  const a = line(/\(a\) bare route, same query/);
+  const b = line(/\(b\) GET \/v1\/org\/\{domain\}/);
+  const ratio = b.rps / a.rps;
+  return ok([
+    { bench: 'api', figure: '(a) bare route', value: a.rps, unit: 'req/s', target: 'baseline' },
+    {
+      bench: 'api',
+      figure: '(b) GET /v1/org/{domain}',
+      value: b.rps,
+      unit: 'req/s',
+      baseline: a.rps,
+      ratio,
+      target: '>= 0.6 x (a)',
+      met: ratio >= 0.6,
+    },
+    { bench: 'api', figure: '(b) p99', value: b.p99, unit: 'ms', target: '< 25 ms', met: b.p99 < 25 },
+  ]);
+}
+
+/** `npm run bench:locations` (issue 4). */
+export function parseLocations(out: string): BenchRow[] {
+  const rate = (label: string) => num(new RegExp(`${label}\\s+[\\d.]+ s\\s+([\\d,]+) rows/s`).exec(out)?.[1]);
+  const first = rate('first import');
+  const again = rate('unchanged re-import');
+  return ok([
+    {
+      bench: 'locations',
+      figure: 'first import',
+      value: first,
+      unit: 'rows/s',
+      target: '>= 20,000 rows/s',
+      met: first >= 20_000,
+    },
+    {
+      bench: 'locations',
+      figure: 'unchanged re-import',
+      value: again,
+      unit: 'rows/s',
+      target: '>= 40,000 rows/s',
+      met: again >= 40_000,
+    },
+  ]);
+}
+
+interface SearchJson {
+  latencyMs?: Record<string, { all?: { p99?: number } }>;
+  build?: { rawPostMs?: number; reindexMs?: number };
+  changeVisibleMs?: { max?: number };
+}
+
+/** The last top-level JSON object a benchmark printed (pretty-printed over several lines). */
+export function lastJsonObject(out: string): unknown {
+  const lines = out.split('\n');
+  for (let start = lines.length - 1; start >= 0; start--) {
+    if (lines[start] !== '{') continue;
+    const end = lines.findIndex((l, i) => i > start && l === '}');
+    if (end < 0) continue;
+    try {
+      return JSON.parse(lines.slice(start, end + 1).join('\n'));
+    } catch {
+      // not JSON after all; keep looking further up
+    }
+  }
+  return undefined;
+}
+
+/** `npm run bench:search` (issue 5). */
+export function parseSearch(out: string): BenchRow[] {
+  const json = (lastJsonObject(out) ?? {}) as SearchJson;
+  const aP99 = num(String(json.latencyMs?.a_pg_ilike_trgm?.all?.p99));
+  const bP99 = num(String(json.latencyMs?.b_meili_contains?.all?.p99));
+  const cP99 = num(String(json.latencyMs?.c_bizdir_endpoint?.all?.p99));
+  const raw = num(String(json.build?.rawPostMs));
+  const build = num(String(json.build?.reindexMs));
+  const visible = num(String(json.changeVisibleMs?.max));
+  return ok([
+    { bench: 'search', figure: '(a) Postgres ILIKE p99', value: aP99, unit: 'ms', target: 'baseline' },
+    { bench: 'search', figure: '(b) Meilisearch CONTAINS p99', value: bP99, unit: 'ms', target: '-' },
+    {
+      bench: 'search',
+      figure: '(c) GET /v1/org/search p99',
+      value: cP99,
+      unit: 'ms',
+      baseline: aP99,
+      ratio: cP99 / aP99,
+      target: '<= 50 ms and <= 0.5 x (a)',
+      met: cP99 <= 50 && cP99 <= 0.5 * aP99,
+    },
+    {
+      bench: 'search',
+      figure: 'index build (reindex)',
+      value: build / 1000,
+      unit: 's',
+      baseline: raw / 1000,
+      ratio: build / raw,
+      target: '<= 1.5 x raw post',
+      met: build <= 1.5 * raw,
+    },
+    {
+      bench: 'search',
+      figure: 'change visible (max)',
+      value: visible / 1000,
+      unit: 's',
+      target: '<= 5 s',
+      met: visible <= 5_000,
+    },
+  ]);
+}
+
+export const PARSERS: Record<string, (out: string) => BenchRow[]> = {
+  import: parseImport,
+  api: parseApi,
+  locations: parseLocations,
+  search: parseSearch,
+};
+
+const fmt = (n: number | undefined, digits = 2) =>
+  n === undefined || !Number.isFinite(n)
+    ? '-'
+    : Math.abs(n) >= 1000
+      ? Math.round(n).toLocaleString('en')
+      : String(+n.toFixed(digits));
+
+/** One plain-text table; a benchmark that failed or printed nothing gets one line saying so. */
+export function renderTable(rows: BenchRow[], failures: Array<{ bench: string; reason: string }>): string {
+  const cells = [
+    ['benchmark', 'figure', 'measured', 'baseline', 'ratio', 'target', 'met'],
+    ...rows.map((r) => [
+      r.bench,
+      r.figure,
+      `${fmt(r.value)} ${r.unit}`,
+      r.baseline === undefined ? '-' : `${fmt(r.baseline)} ${r.unit}`,
+      r.ratio === undefined ? '-' : `${fmt(r.ratio)} x`,
+      r.target,
+      r.met === undefined ? '' : r.met ? 'yes' : 'NO',
+    ]),
+    ...failures.map((f) => [f.bench, `(no figures: ${f.reason})`, '', '', '', '', '']),
+  ];
+  const widths = cells[0]!.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
+  return cells
+    .map((row) =>
+      row
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}

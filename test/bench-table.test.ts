@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { parseApi, parseImport, parseLocations, parseSearch, renderTable } from '../bench/bench-table.js';
+
+// Output in the exact shapes the benchmark scripts print (bench/*.bench.ts).
+const IMPORT_OUT = `generated 200000 rows (61 MB) twice in 9.1 s
+(a) baseline papaparse -> COPY: 2.50 s, 80000 rows/s
+worker peak RSS at start: 120 MB
+(b) first import: 8.00 s, 25000 rows/s = 0.31 x (a) | 200000 inserted, 0 updated, 0 unchanged, 0 rejected | worker peak RSS so far 300 MB
+(c) same file again: 5.00 s, 40000 rows/s = 0.50 x (a) | 0 inserted, 0 updated, 200000 unchanged, 0 rejected | worker peak RSS so far 310 MB
+(d) 10% of rows changed: 6.00 s, 33333 rows/s = 0.42 x (a) | 0 inserted, 20000 updated, 180000 unchanged, 0 rejected | worker peak RSS so far 320 MB
+worker peak RSS: 320 MB (N = 200000)
+`;
+
+const API_OUT = `mean of 3 rounds
+(a) bare route, same query      9000 req/s   p50   3.1 ms   p99  12.0 ms   non-2xx 0   errors 0
+(b) GET /v1/org/{domain}        4500 req/s   p50   6.2 ms   p99  30.5 ms   non-2xx 0   errors 0
+ratio (b)/(a) = 0.50   (target >= 0.6; p99 target < 25 ms)
+`;
+
+const LOCATIONS_OUT = `sheet: 100000 rows, 5000 Orgs, 40.1 MiB (/tmp/x/locations.csv)
+first import         4.26 s  23,474 rows/s  peak RSS 210 MiB  node CPU 3.1 s  (inserted 100000, updated 0, unchanged 0, rejected 0)
+unchanged re-import  2.10 s  47,619 rows/s  peak RSS 215 MiB  node CPU 1.9 s  (inserted 0, updated 0, unchanged 100000, rejected 0)
+`;
+
+const SEARCH_OUT = `[02:00:00] c_bizdir_endpoint: {"n":112,"p50":5,"p99":20,"max":21}
+{
+  "latencyMs": {
+    "a_pg_ilike_trgm": { "all": { "n": 112, "p50": 1.5, "p99": 60, "max": 70 } },
+    "b_meili_contains": { "all": { "n": 112, "p50": 4.3, "p99": 26.68, "max": 43.86 } },
+    "c_bizdir_endpoint": { "all": { "n": 112, "p50": 5, "p99": 20, "max": 21 } }
+  },
+  "build": { "rawPostMs": 10000, "reindexMs": 12000, "ratio": 1.2 },
+  "changeVisibleMs": { "n": 5, "p50": 1150, "p99": 3238, "max": 3238 },
+  "targets": {}
+}
+[02:00:01] written bench/out/search-x.json
+`;
+
+describe('bench table', () => {
+  it('reads the import benchmark: rates, ratios to (a), peak RSS against the targets', () => {
+    const rows = parseImport(IMPORT_OUT);
+    expect(rows.map((r) => [r.figure, r.value, r.ratio, r.met])).toEqual([
+      ['(a) papaparse -> COPY', 80000, undefined, undefined],
+      ['(b) first import', 25000, 0.31, true],
+      ['(c) same file again', 40000, 0.5, true],
+      ['(d) 10% of rows changed', 33333, 0.42, undefined],
+      ['worker peak RSS', 320, undefined, true],
+    ]);
+  });
+
+  it('reads the API benchmark', () => {
+    const rows = parseApi(API_OUT);
+    expect(rows.map((r) => [r.figure, r.value, r.met])).toEqual([
+      ['(a) bare route', 9000, undefined],
+      ['(b) GET /v1/org/{domain}', 4500, false],
+      ['(b) p99', 30.5, false],
+    ]);
+    expect(rows[1]?.ratio).toBe(0.5);
+  });
+
+  it('reads the locations benchmark', () => {
+    expect(parseLocations(LOCATIONS_OUT).map((r) => [r.figure, r.value, r.met])).toEqual([
+      ['first import', 23474, true],
+      ['unchanged re-import', 47619, true],
+    ]);
+  });
+
+  it("reads the search benchmark's final JSON object", () => {
+    const rows = parseSearch(SEARCH_OUT);
+    const endpoint = rows.find((r) => r.figure.startsWith('(c)'));
+    expect(endpoint).toMatchObject({ value: 20, baseline: 60, met: true });
+    expect(endpoint?.ratio).toBeCloseTo(1 / 3);
+    expect(rows.find((r) => r.figure.startsWith('index build'))).toMatchObject({
+      value: 12,
+      ratio: 1.2,
+      met: true,
+    });
+    expect(rows.find((r) => r.figure.startsWith('change visible'))).toMatchObject({
+      value: 3.238,
+      met: true,
+    });
+  });
+
+  it('leaves out what a benchmark did not print and renders one table', () => {
+    expect(parseImport('nothing useful')).toEqual([]);
+    const table = renderTable(parseLocations(LOCATIONS_OUT), [
+      { bench: 'api', reason: 'exited with code 1' },
+    ]);
+    const lines = table.split('\n');
+    expect(lines[0]).toMatch(/^benchmark\s+figure\s+measured\s+baseline\s+ratio\s+target\s+met$/);
+    expect(lines[1]).toMatch(/^locations\s+first import\s+23,474 rows\/s\s+-\s+-\s+>= 20,000 rows\/s\s+yes$/);
+    expect(lines[3]).toMatch(/^api\s+\(no figures: exited with code 1\)$/);
+  });
+});
