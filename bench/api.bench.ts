@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +51,12 @@ async function admin(sqlText: string) {
   }
 }
 
-function startServer(mode: 'bare' | 'app'): Promise<{ child: ChildProcess; port: number }> {
+interface Server {
+  child: ChildProcess;
+  port: number;
+}
+
+function startServer(mode: 'bare' | 'app'): Promise<Server> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', path.join(ROOT, 'bench/api-bench-server.ts'), mode],
@@ -79,15 +84,28 @@ function startServer(mode: 'bare' | 'app'): Promise<{ child: ChildProcess; port:
 
 interface Figures {
   rps: number;
+  /** CPU time of the server process per request: steadier than req/s on a shared machine. */
+  cpuUs: number;
   p50: number;
   p99: number;
   non2xx: number;
   errors: number;
 }
 
-async function load(port: number, domains: string[], query: string, seconds: number): Promise<Figures> {
+/** utime + stime of a process in microseconds (Linux /proc; 0 elsewhere). */
+function cpuTimeUs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100; // clock ticks at USER_HZ 100
+  } catch {
+    return 0;
+  }
+}
+
+async function load(server: Server, domains: string[], query: string, seconds: number): Promise<Figures> {
+  const cpuBefore = cpuTimeUs(server.child.pid);
   const result = await autocannon({
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${server.port}`,
     connections: CONNECTIONS,
     duration: seconds,
     requests: [
@@ -99,8 +117,10 @@ async function load(port: number, domains: string[], query: string, seconds: num
       },
     ],
   });
+  const cpu = cpuTimeUs(server.child.pid) - cpuBefore;
   return {
     rps: result.requests.average,
+    cpuUs: result.requests.total > 0 ? cpu / result.requests.total : 0,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
@@ -111,7 +131,9 @@ async function load(port: number, domains: string[], query: string, seconds: num
 const fmt = (f: Figures) =>
   `${Math.round(f.rps).toString().padStart(7)} req/s   p50 ${f.p50.toFixed(1).padStart(5)} ms   p99 ${f.p99
     .toFixed(1)
-    .padStart(5)} ms   non-2xx ${f.non2xx}   errors ${f.errors}`;
+    .padStart(
+      5,
+    )} ms   server CPU ${Math.round(f.cpuUs).toString().padStart(4)} us/req   non-2xx ${f.non2xx}   errors ${f.errors}`;
 
 await admin(`create database ${dbName}`);
 const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-bench-api-'));
@@ -139,7 +161,7 @@ try {
   const servers = { bare: await startServer('bare'), app: await startServer('app') };
   const query = { bare: '', app: `?api_key=${account.api_key}` };
   try {
-    for (const mode of ['bare', 'app'] as const) await load(servers[mode].port, domains, query[mode], 3); // warm-up
+    for (const mode of ['bare', 'app'] as const) await load(servers[mode], domains, query[mode], 3); // warm-up
     const runs: Record<'bare' | 'app', Figures[]> = { bare: [], app: [] };
     console.log(
       `\n${CONNECTIONS} connections, random stable domains of ${rows.length} Orgs, ${ROUNDS} rounds of ${SECONDS} s per side`,
@@ -151,7 +173,7 @@ try {
     );
     for (let round = 1; round <= ROUNDS; round++) {
       for (const mode of ['bare', 'app'] as const) {
-        const f = await load(servers[mode].port, domains, query[mode], SECONDS);
+        const f = await load(servers[mode], domains, query[mode], SECONDS);
         runs[mode].push(f);
         console.log(`  round ${round} ${mode === 'bare' ? '(a)' : '(b)'} ${fmt(f)}`);
       }
@@ -159,6 +181,7 @@ try {
     const mean = (fs: Figures[], k: keyof Figures) => fs.reduce((n, f) => n + f[k], 0) / fs.length;
     const summary = (fs: Figures[]): Figures => ({
       rps: mean(fs, 'rps'),
+      cpuUs: mean(fs, 'cpuUs'),
       p50: mean(fs, 'p50'),
       p99: mean(fs, 'p99'),
       non2xx: mean(fs, 'non2xx'),
@@ -175,6 +198,7 @@ try {
     console.log(`(a) bare route, same query   ${fmt(a)}`);
     console.log(`(b) GET /v1/org/{domain}     ${fmt(b)}`);
     console.log(`ratio (b)/(a) = ${(b.rps / a.rps).toFixed(2)}   (target >= 0.6; p99 target < 25 ms)`);
+    console.log(`server CPU per request (b)/(a) = ${(b.cpuUs / a.cpuUs).toFixed(2)}`);
   } finally {
     for (const { child } of Object.values(servers)) {
       child.kill('SIGTERM');
