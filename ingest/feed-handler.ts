@@ -12,6 +12,7 @@ import type { NewIssue } from './import-issues.repository.js';
  *   prepare        the trimmed header -> a PreparedFeed; throws FeedFormatError when the file is not
  *                  this feed's format (the run then fails before any record is touched)
  *   normalize      pure: one record's fields -> a record or a reject, plus warnings
+ *                  (it may run for the next batch while loadBatch of this one is in flight)
  *   loadBatch      writes one batch inside the caller's transaction (which also moves the checkpoint);
  *                  must be set-based (no query per row) and must not write unchanged records
  *   finish         once, after the last batch, inside the transaction that marks the run succeeded

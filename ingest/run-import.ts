@@ -161,24 +161,30 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
     const skip = run.checkpoint_rows;
     let seen = 0;
     let current = run;
-    // Read ahead: the next batch is read and parsed while this one's transaction waits on Postgres.
+    // Read ahead: the next batch is read, parsed and normalized (JavaScript work) while this one's
+    // transaction keeps Postgres busy, so the two run side by side on separate cores.
+    const prepareNext = async () => {
+      const step = await csv.batches.next();
+      if (step.done) return null;
+      const start = seen;
+      seen += step.value.length;
+      if (seen <= skip) return { checkpoint: seen, records: [], rows: [], issues: [] };
+      const records = start < skip ? step.value.slice(skip - start) : step.value;
+      return { checkpoint: seen, records, ...normalizeBatch(prepared, records, csv.header.length) };
+    };
     const readAhead = () => {
-      const p = csv.batches.next();
+      const p = prepareNext();
       // Handled here so a batch that fails while we are already failing is not an unhandled rejection.
       p.catch(() => {});
       return p;
     };
     let next = readAhead();
     for (;;) {
-      const step = await next;
-      if (step.done) break;
+      const item = await next;
+      if (!item) break;
       next = readAhead();
-      const batch = step.value;
-      const start = seen;
-      seen += batch.length;
-      if (seen <= skip) continue;
-      const records = start < skip ? batch.slice(skip - start) : batch;
-      const { rows, issues } = normalizeBatch(prepared, records, csv.header.length);
+      if (item.records.length === 0) continue;
+      const { records, rows, issues, checkpoint } = item;
       const committed = await db.transaction().execute(async (trx) => {
         // Safe without waiting for the WAL flush: the checkpoint commits with the batch, so a server
         // crash can only lose whole batches together with their checkpoint, and the retry redoes them.
@@ -187,14 +193,14 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
         const all = outcome.issues ? [...issues, ...outcome.issues] : issues;
         await insertIssues(trx, run.id, all);
         const counts = countsOf(records.length, outcome, all);
-        return { outcome, run: await recordBatch(trx, run.id, counts, seen, source.bytesRead()) };
+        return { outcome, run: await recordBatch(trx, run.id, counts, checkpoint, source.bytesRead()) };
       });
       current = committed.run;
       if (committed.outcome.changedOrgIds.length > 0)
         await deps.onBatchCommitted?.(committed.outcome.changedOrgIds);
       await deps.onProgress?.(progressOf(current));
       if (deps.signal?.aborted)
-        throw new ImportInterruptedError(`import run ${run.id} handed back at row ${seen}`);
+        throw new ImportInterruptedError(`import run ${run.id} handed back at row ${checkpoint}`);
     }
     const acceptedRows = current.rows_read - current.rejected;
     if (run.options.full && acceptedRows === 0) {
