@@ -26,7 +26,11 @@ export function registerImport(program: Command): void {
     .description('import a feed file or URL (.csv, .gz, or .zip holding one CSV) through the queue')
     .argument('<feed>', `the feed: ${feedNames().join(' | ')}`)
     .argument('<source>', 'file path or http(s) URL')
-    .option('--country <code>', 'the register the company numbers belong to (ISO code; registrar default GB)', undefined)
+    .option(
+      '--country <code>',
+      'the register the company numbers belong to (ISO code; registrar default GB)',
+      undefined,
+    )
     .option('--org <domain|company-number>', 'locations: the Org the sheet belongs to')
     .option('--full', 'the file is the complete list: records missing from it are marked as gone')
     .option('--wait', 'follow the import with a progress bar; exit non-zero if it fails')
