@@ -40,8 +40,8 @@ export class UsageWriter {
   }
 
   private async drain(): Promise<void> {
-    // Let the requests of the current tick join the first batch.
-    await Promise.resolve();
+    // Let every request whose query finished in this turn of the event loop join the first batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       while (this.pending.length > 0) {
         const batch = this.pending;
