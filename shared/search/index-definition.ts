@@ -17,7 +17,7 @@ export const ORG_INDEX_SETTINGS: Settings = {
   displayedAttributes: ['id', 'd', 'v', 'n'],
   filterableAttributes: [
     {
-      attributePatterns: ['s', 'p', 'w'],
+      attributePatterns: ['p', 'w', 'c', 'b_*'],
       features: { facetSearch: false, filter: { equality: true, comparison: false } },
     },
     {

@@ -1,11 +1,11 @@
 /**
  * What an Org looks like in the search index, and how a name becomes searchable text.
  *
- * Exact substring search at word-index speed: every suffix of the case-folded name is stored as a
- * value of the filterable array `s`, so "q is a substring of the name" becomes "some suffix starts
- * with q", which Meilisearch answers with `s STARTS WITH "<q>"` as a range over its sorted facet
- * values (a few bitmap unions), instead of CONTAINS, which scans every value. The answer set is
- * exact, so `total` is exact and no result needs re-checking.
+ * Exact substring search: every suffix of the case-folded name is stored as a filterable value,
+ * so "q is a substring of the name" becomes "some suffix starts with q" (`STARTS WITH`). The answer
+ * set is exact, so `total` is exact and no result needs re-checking. The suffixes are spread over
+ * fields by their first two characters (bucketOf), so a query only scans the suffixes that can
+ * match; one- and two-character terms are plain lookups (`c = x`, `b_<xy> EXISTS`).
  *
  * Meilisearch normalises facet values (lower case, trimmed) and compares accented letters loosely
  * in STARTS WITH, while the semantics are case-folded but accent-exact (`widget` must not find
@@ -79,6 +79,19 @@ export interface NameKeys {
   wordStarts: string[];
   /** Every encoded suffix, the whole name included, de-duplicated. */
   suffixes: string[];
+  /** The distinct code words (encoded characters): one-character queries are an equality lookup. */
+  chars: string[];
+  /** Suffixes of two or more characters, grouped by bucket (see bucketOf). */
+  buckets: Record<string, string[]>;
+}
+
+/**
+ * Meilisearch answers STARTS WITH by scanning the distinct values of the field, so one field with
+ * every suffix of a million names (tens of millions of values) is slow. Suffixes are spread over
+ * fields by their first two characters: a query scans only the suffixes that start like it does.
+ */
+export function bucketOf(firstTwoCodes: string): string {
+  return `b_${Buffer.from(firstTwoCodes).toString('hex')}`;
 }
 
 export function nameKeys(name: string): NameKeys {
@@ -86,12 +99,20 @@ export function nameKeys(name: string): NameKeys {
   const codes = chars.map(encodeChar);
   const suffixes = new Set<string>();
   const wordStarts = new Set<string>();
+  const buckets: Record<string, string[]> = {};
   // Build suffixes from the end so each is one concatenation onto the previous one.
   let tail = '';
   for (let i = codes.length - 1; i >= 0; i--) {
     tail = codes[i]! + tail;
     const value = truncateBytes(tail, MAX_SUFFIX_BYTES);
+    if (suffixes.has(value)) continue;
     suffixes.add(value);
+    if (i < codes.length - 1) {
+      const key = bucketOf(codes[i]! + codes[i + 1]!);
+      const bucket = buckets[key];
+      if (bucket) bucket.push(value);
+      else buckets[key] = [value];
+    }
     if (i > 0 && WORD_CHAR.test(chars[i]!) && !WORD_CHAR.test(chars[i - 1]!)) wordStarts.add(value);
   }
   const sortName = chars.join('');
@@ -100,6 +121,8 @@ export function nameKeys(name: string): NameKeys {
     full: truncateBytes(tail, MAX_SUFFIX_BYTES),
     wordStarts: [...wordStarts],
     suffixes: [...suffixes],
+    chars: [...new Set(codes)],
+    buckets,
   };
 }
 
@@ -115,9 +138,14 @@ export interface OrgDocument {
   u: number;
   /** orgs.version_number: `reindex --verify` compares it to find stale entries. */
   v: number;
+  /** Whole encoded name. */
   p: string;
+  /** Word-start suffixes. */
   w: string[];
-  s: string[];
+  /** Distinct encoded characters. */
+  c: string[];
+  /** Suffix buckets `b_<hex>` (see bucketOf). */
+  [bucket: `b_${string}`]: string[];
 }
 
 export interface OrgRowForIndex {
@@ -138,7 +166,8 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
     v: row.version_number,
     p: keys.full,
     w: keys.wordStarts,
-    s: keys.suffixes,
+    c: keys.chars,
+    ...keys.buckets,
   };
 }
 
@@ -146,4 +175,10 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
 export function encodeQuery(q: string): string | null {
   const encoded = encodeFolded(foldName(q));
   return Buffer.byteLength(encoded) > MAX_SUFFIX_BYTES ? null : encoded;
+}
+
+/** A search term as code words (one per character), or null when longer than any indexed suffix. */
+export function queryCodes(q: string): string[] | null {
+  const codes = [...foldName(q)].map(encodeChar);
+  return Buffer.byteLength(codes.join('')) > MAX_SUFFIX_BYTES ? null : codes;
 }

@@ -1,6 +1,6 @@
 import type { Meilisearch, SearchParams } from 'meilisearch';
 import { meiliCall } from './meili-client.js';
-import { encodeQuery } from './org-document.js';
+import { bucketOf, encodeQuery, queryCodes } from './org-document.js';
 
 /**
  * Org search against the index: which Org ids match a term, in which order, and how many.
@@ -45,28 +45,33 @@ const anyOf = (parts: (string | null)[]) => {
 /** Matches nothing: an empty OR cannot be written, and no document has id 0. */
 const NOTHING = 'id = 0';
 
+/** "The name contains q" as a filter, or null when q is longer than any indexed suffix. */
+function substringFilter(q: string): string | null {
+  const codes = queryCodes(q);
+  if (codes === null || codes.length === 0) return null;
+  if (codes.length === 1) return `c = ${quoted(codes[0]!)}`;
+  const bucket = bucketOf(codes[0]! + codes[1]!);
+  return codes.length === 2 ? `${bucket} EXISTS` : `${bucket} STARTS WITH ${quoted(codes.join(''))}`;
+}
+
 /**
  * The relevance tiers, best first: an exact domain or the whole name; the name starts with q; a
  * later word starts with q; q anywhere. Each tier excludes the ones before it.
  */
-function relevanceTiers(encoded: string | null, domainIds: readonly number[]): string[] {
-  if (encoded === null) return [idIn(domainIds) ?? NOTHING];
+function relevanceTiers(q: string, domainIds: readonly number[]): string[] {
+  const encoded = encodeQuery(q);
+  const anywhere = substringFilter(q);
+  if (encoded === null || anywhere === null) return [idIn(domainIds) ?? NOTHING];
   const e = quoted(encoded);
-  const raw = [
-    anyOf([idIn(domainIds), `p = ${e}`])!,
-    `p STARTS WITH ${e}`,
-    `w STARTS WITH ${e}`,
-    `s STARTS WITH ${e}`,
-  ];
+  const raw = [anyOf([idIn(domainIds), `p = ${e}`])!, `p STARTS WITH ${e}`, `w STARTS WITH ${e}`, anywhere];
   return raw.map((tier, i) => (i === 0 ? tier : `(${tier}) AND NOT (${anyOf(raw.slice(0, i))})`));
 }
 
 /** The filter for "matches q", or undefined for "everything". */
 export function matchFilter(q: string, domainIds: readonly number[]): string | undefined {
   if (q === '') return undefined;
-  const encoded = encodeQuery(q);
   // A term longer than any indexed suffix can only match by domain.
-  return anyOf([idIn(domainIds), encoded === null ? null : `s STARTS WITH ${quoted(encoded)}`]) ?? NOTHING;
+  return anyOf([idIn(domainIds), substringFilter(q)]) ?? NOTHING;
 }
 
 const ID_ONLY: Pick<SearchParams, 'attributesToRetrieve'> = { attributesToRetrieve: ['id'] };
@@ -96,7 +101,7 @@ export async function searchOrgIds(
     return { ids: hitIds(res.hits), total: res.estimatedTotalHits ?? 0 };
   }
   // Relevance: count each tier, then fetch the slices of the tiers that the page overlaps.
-  const tiers = relevanceTiers(encodeQuery(query.q), query.domainOrgIds);
+  const tiers = relevanceTiers(query.q, query.domainOrgIds);
   const counts = await meiliCall(() =>
     meili.multiSearch({
       queries: tiers.map((filter) => ({ indexUid, q: '', filter, limit: 0, ...ID_ONLY })),

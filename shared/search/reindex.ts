@@ -111,6 +111,13 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
     const documents = await bulkLoad(deps, target, options);
     log(`loaded ${documents} Orgs; replaying changes and swapping`);
     const swapped = await withIndexerLock(deps.db, true, async () => {
+      // A later `reindex` clears older registrations (and their indexes): never swap a stale build in.
+      const mine = await deps.db
+        .selectFrom('search_reindex')
+        .select('target')
+        .where('target', '=', target)
+        .executeTakeFirst();
+      if (!mine) throw new Error(`rebuild ${target} was superseded by a newer one`);
       const replay = await deps.db
         .selectFrom('search_reindex_replay')
         .select('org_ids')
