@@ -118,7 +118,12 @@ describe('sync through the index queue', () => {
     expect((await find('acme')).total).toBe(0);
     expect((await find('idget')).total).toBe(1);
     // The import may commit further statements after the rename; the queue drains them too.
-    expect(await eventually(() => pendingChanges(t.db), (n) => n === 0)).toBe(0);
+    expect(
+      await eventually(
+        () => pendingChanges(t.db),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
     expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
   });
 
