@@ -123,7 +123,7 @@ describe('bizdir schedule set / list / remove', () => {
         source: feed,
         cron: '0 3 * * *',
         tz: 'UTC',
-        options: { full: true },
+        options: { country: 'GB', full: true },
         next_run: expect.stringMatching(/T03:00:00Z$/),
         last_run: null,
       },

@@ -1,5 +1,7 @@
 import path from 'node:path';
 import { type Command, Option } from 'commander';
+import { ImportOptionsError } from '../../ingest/feed-handler.js';
+import { feedHandler, feedNames } from '../../ingest/feeds.js';
 import { assertCron, assertTimeZone, nextRun, ScheduleDefinitionError } from '../../jobs/schedules/cron.js';
 import {
   getSchedule,
@@ -44,14 +46,15 @@ function validate(name: string, o: SetOptions): ImportOptionsJson {
     if (error instanceof ScheduleDefinitionError) throw new CliError(error.message);
     throw error;
   }
-  if (o.country && o.feed !== 'registrar') throw new CliError('--country applies to the registrar feed only');
-  if (o.org && o.feed !== 'locations') throw new CliError('--org applies to the locations feed only');
-  if (o.country && !/^[A-Za-z]{2}$/.test(o.country)) throw new CliError('--country must be a 2-letter code');
-  return {
-    ...(o.full ? { full: true } : {}),
-    ...(o.country ? { country: o.country.toUpperCase() } : {}),
-    ...(o.org ? { org: o.org } : {}),
-  };
+  // The feed's own option rules, exactly as `bizdir import` applies them.
+  const handler = feedHandler(o.feed);
+  if (!handler) throw new CliError(`unknown feed "${o.feed}" (known: ${feedNames().join(', ')})`);
+  try {
+    return handler.parseOptions({ country: o.country, org: o.org, full: o.full });
+  } catch (error) {
+    if (error instanceof ImportOptionsError) throw new CliError(error.message);
+    throw error;
+  }
 }
 
 const fmt = (d: Date | null | undefined) => (d ? d.toISOString().replace(/\.\d{3}Z$/, 'Z') : '-');
