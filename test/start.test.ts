@@ -147,6 +147,10 @@ describe('bizdir start', () => {
     expect(org.status).toBe(200);
     const body = (await org.json()) as { org: { name: string }; request: { id: string } };
     expect(body.org.name).toBe('HARBOUR LIGHT ANALYTICS LIMITED');
+    // The search the banner suggests already finds the sample Org (the index caught up before it).
+    const search = await fetch(`${first.api}/v1/org/search?q=harbour&api_key=${first.key}`);
+    expect(search.status).toBe(200);
+    expect(((await search.json()) as { orgs: { total: number } }).orgs.total).toBeGreaterThanOrEqual(1);
 
     await stopAndCheck(first, 'SIGINT');
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { createAccount } from '../../api/accounts/account.service.js';
 import { apiKeyPrefix, hashApiKey, hashesEqual } from '../../api/credits/api-key.js';
 import { findLiveKeyByPrefix } from '../../api/repositories/api-key.repository.js';
@@ -72,6 +73,20 @@ export async function importSamples(db: Db, queue: TypedQueue<'import'>, log: Lo
     );
   }
   return finished;
+}
+
+/**
+ * Waits (bounded) until the Org changes of the sample imports have reached the search index, so
+ * the search URL printed in the banner already finds them. A slow index only delays the banner.
+ */
+export async function waitForSearchIndex(db: Db, log: Logger, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from search_outbox`.execute(db);
+    if ((rows[0]?.n ?? 0) === 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  log.warn('the search index is still catching up with the sample data');
 }
 
 async function readSecret(file: string): Promise<string | undefined> {

@@ -24,7 +24,13 @@ import {
   meiliUrlOf,
   redisUrlOf,
 } from '../cli-context.js';
-import { demoKey, importSamples, isFreshDatabase, localAdminToken } from './start.first-run.js';
+import {
+  demoKey,
+  importSamples,
+  isFreshDatabase,
+  localAdminToken,
+  waitForSearchIndex,
+} from './start.first-run.js';
 
 interface StartOptions {
   samples: boolean;
@@ -115,6 +121,7 @@ async function runStart(opts: StartOptions): Promise<void> {
       const producer = openProducerQueue(config, config.redisUrl ?? '', 'import');
       try {
         await importSamples(dbHandle.db, producer.queue, log);
+        await waitForSearchIndex(dbHandle.db, log);
       } finally {
         await producer.close();
       }
