@@ -140,20 +140,27 @@ async function runStart(opts: StartOptions): Promise<void> {
 
   await new Promise<void>((resolve) => {
     let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
-      if (stopping) {
-        // A second Ctrl-C: the user will not wait. Kill what we started and go.
-        for (const pid of services.pids) {
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {
-            // already gone
-          }
+    const force = (code: number) => {
+      for (const pid of services.pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
         }
-        process.exit(130);
       }
+      process.exit(code);
+    };
+    const stop = (signal: NodeJS.Signals) => {
+      // A second Ctrl-C: the user will not wait. Kill what we started and go.
+      if (stopping) force(130);
       stopping = true;
       log.info({ signal }, 'shutting down (Ctrl-C again to force)');
+      // Bounded: workers get their shutdown timeout, everything else (requests, pools, servers
+      // writing their last checkpoint) another 30 s; after that nothing we started outlives us.
+      setTimeout(() => {
+        log.error('shutdown deadline passed; killing the embedded services');
+        force(1);
+      }, opts.shutdownTimeout + 30_000).unref();
       closeAll(closers, log).finally(resolve);
     };
     process.on('SIGINT', stop);
