@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../api/accounts/account.service.js';
 import { buildApp } from '../api/app.js';
 import { loadConfig } from '../shared/config.js';
-import { createLogger } from '../shared/logger.js';
+import { createLogger, redactUrl } from '../shared/logger.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
@@ -168,7 +168,13 @@ describe('logs', () => {
     const lines = logLines.filter((l) => l.includes(String(requestId)));
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ reqId: requestId });
+    expect(lines.some((l) => JSON.parse(l).route === '/v1/org/:domain')).toBe(true);
     expect(logLines.join('\n')).not.toContain(apiKey);
-    expect(logLines.join('\n')).toContain('api_key=[redacted]');
+  });
+
+  it('redact secret query values from any URL a request serializer logs', () => {
+    expect(redactUrl(`/v1/org/x.bizdir.test?api_key=${apiKey}&limit=5`)).toBe(
+      '/v1/org/x.bizdir.test?api_key=[redacted]&limit=5',
+    );
   });
 });

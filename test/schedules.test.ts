@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nextRun } from '../jobs/schedules/cron.js';
+import { assertCron, assertTimeZone, nextRun } from '../jobs/schedules/cron.js';
 import { upsertSchedule } from '../jobs/schedules/schedule.repository.js';
 import {
   processRunSchedule,
@@ -91,24 +91,6 @@ describe('bizdir schedule set / list / remove', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/invalid cron expression/);
 
-    const badTz = await runCli(
-      [
-        'schedule',
-        'set',
-        'x',
-        '--feed',
-        'registrar',
-        '--source',
-        feed,
-        '--cron',
-        '0 3 * * *',
-        '--tz',
-        'Mars/Base',
-      ],
-      env,
-    );
-    expect(badTz.stderr).toMatch(/unknown time zone/);
-
     const schedulers = await newQueue(prefix).getJobSchedulers(0, -1);
     expect(schedulers.map((s) => [s.key, s.pattern, s.tz])).toEqual([
       [schedulerIdOf('nightly'), '0 3 * * *', 'UTC'],
@@ -146,6 +128,15 @@ describe('bizdir schedule set / list / remove', () => {
     const again = await runCli(['schedule', 'remove', 'nightly'], env);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('no schedule named nightly');
+  }, 120_000);
+});
+
+describe('schedule definitions', () => {
+  it('refuse unknown time zones and malformed cron expressions', () => {
+    expect(() => assertTimeZone('Mars/Base')).toThrow(/unknown time zone "Mars\/Base"/);
+    expect(() => assertTimeZone('Europe/London')).not.toThrow();
+    expect(() => assertCron('0 3 * *', 'UTC')).toThrow(/expected 5 fields/);
+    expect(() => assertCron('0 25 * * *', 'UTC')).toThrow(/invalid cron expression/);
   });
 });
 
