@@ -172,6 +172,25 @@ describe('POST /v1/contact', () => {
     expect((theirs.body.contact as { id: string }).id).not.toBe((mine.body.contact as { id: string }).id);
   });
 
+  it('a spent account gets 402 and creates nothing', async () => {
+    const spent = (await newAccount(t.db, 1)).api_key;
+    expect((await postJson(app, '/v1/contact', spent, { full_name: 'One Only' })).status).toBe(200);
+    const refused = await postJson(app, '/v1/contact', spent, {
+      full_name: 'Too Many',
+      email: 'late@example.com',
+    });
+    expect(refused.body).toEqual({
+      code: 402,
+      message: 'Payment Required: Data credits exhausted for this period',
+    });
+    const stored = await t.db
+      .selectFrom('contacts')
+      .select('uid')
+      .where('email_key', '=', 'late@example.com')
+      .execute();
+    expect(stored).toEqual([]);
+  });
+
   it('refuses other content types (415) and bodies over 16 KiB (413)', async () => {
     const text = await app.inject({
       method: 'POST',

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Static } from 'typebox';
 import { HttpError } from '../../shared/errors.js';
@@ -27,12 +27,15 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal: KeyPrincipal | null;
-    reservation: Reservation | null;
+    /** The credit being reserved for this request, started before the handler runs (see below). */
+    reservation: Promise<Reservation> | null;
     /**
      * Commits this request's credit and returns the `request` object for its 200 body. Call it last,
      * once the answer is known to be a 200: any error after it would still cost the credit.
      */
     settleCredit(): Promise<RequestMeta>;
+    /** Waits until the credit is held (402/403 otherwise): call it before a handler writes anything. */
+    creditReserved(): Promise<void>;
   }
 }
 
@@ -44,6 +47,7 @@ export interface CreditsPluginOptions {
  * Auth and data credits for routes with `config: { metered: true }`: the key is checked on request
  * (403 before anything else), a credit is reserved once the request is valid (402 when the period is
  * spent), the handler settles it into the ledger, and a request that ends any other way gets it back.
+ * Routes must be registered after this plugin (its onRoute hook wraps their handlers).
  */
 export const creditsPlugin = fp<CreditsPluginOptions>(
   async (app, opts) => {
@@ -53,9 +57,13 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
     app.decorate('apiKeys', new KeyAuthenticator(app.db, opts.keyCacheTtlMs));
     app.decorateRequest('principal', null);
     app.decorateRequest('reservation', null);
+    app.decorateRequest('creditReserved', async function creditReserved(this: FastifyRequest) {
+      if (!this.reservation) throw new Error('creditReserved called on a route that is not metered');
+      await this.reservation;
+    });
     app.decorateRequest('settleCredit', async function settleCredit(this: FastifyRequest) {
       if (!this.reservation) throw new Error('settleCredit called on a route that is not metered');
-      const usage = await app.credits.settle(this.reservation);
+      const usage = await app.credits.settle(await this.reservation);
       const { period, used, principal } = usage;
       return {
         id: this.id,
@@ -79,23 +87,41 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       request.principal = await app.apiKeys.authenticate(key);
     });
 
-    app.addHook('preHandler', async (request) => {
-      if (!request.routeOptions.config.metered) return;
-      if (!request.principal) throw new HttpError(403, 'Invalid api_key parameter value');
-      try {
-        request.reservation = await app.credits.reserve(request.principal);
-      } catch (error) {
+    // The reservation (one Redis round trip) runs while the handler reads Postgres, instead of before
+    // it; the handler waits for it in settleCredit. Its outcome still comes first: a request whose
+    // reservation fails gets that 402/403/503 even if the handler failed too (see onRoute below).
+    app.addHook('preHandler', (request, _reply, done) => {
+      if (!request.routeOptions.config.metered) return done();
+      const principal = request.principal;
+      if (!principal) return done(new HttpError(403, 'Invalid api_key parameter value'));
+      const task = app.credits.reserve(principal);
+      task.catch((error: unknown) => {
         // A revoked key found out at reservation time: drop it from the process cache too.
-        if (error instanceof HttpError && error.statusCode === 403)
-          app.apiKeys.forget(request.principal.keyId);
-        throw error;
-      }
+        if (error instanceof HttpError && error.statusCode === 403) app.apiKeys.forget(principal.keyId);
+      });
+      request.reservation = task;
+      done();
+    });
+
+    app.addHook('onRoute', (route) => {
+      if (!route.config?.metered) return;
+      const handler = route.handler;
+      route.handler = async function metered(this: FastifyInstance, request, reply) {
+        try {
+          return await handler.call(this, request, reply);
+        } catch (error) {
+          // Rethrows the reservation's own failure (spent, revoked, Redis away) in place of the handler's.
+          if (request.reservation) await request.reservation;
+          throw error;
+        }
+      };
     });
 
     app.addHook('onResponse', async (request) => {
-      if (request.reservation && !request.reservation.settled) {
+      const reservation = await request.reservation?.catch(() => null);
+      if (reservation && !reservation.settled) {
         await app.credits
-          .release(request.reservation)
+          .release(reservation)
           .catch((err) => request.log.warn({ err }, 'credit refund failed'));
       }
     });

@@ -33,6 +33,8 @@ export const contactRoutes: FastifyPluginAsync = async (root) => {
     },
     async (request) => {
       const contact = normalizeContact(request.body);
+      // A write: only once the credit is held, so a spent account creates nothing.
+      await request.creditReserved();
       const accountId = request.principal!.accountId;
       const inserted = await insertContactIfNew(app.db, accountId, contact);
       let result: { created: boolean; id: string };
