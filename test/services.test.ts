@@ -1,0 +1,98 @@
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseUrlOf, meiliMasterKeyOf, redisUrlOf } from '../bin/cli-context.js';
+import { LOCAL_DEFAULTS, loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
+import { RedisNotInstalledError, startEmbeddedRedis } from '../shared/services/embedded-redis.js';
+import { StartLockedError, startLocalServices } from '../shared/services/local-services.js';
+import { writeRunning } from '../shared/services/running.js';
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-services-'));
+});
+
+afterAll(async () => {
+  await fs.rm(dir, { recursive: true, force: true });
+});
+
+describe('commands next to a running bizdir start', () => {
+  it('use its embedded services while it lives, and the local defaults once it is gone', async () => {
+    const data = path.join(dir, 'running');
+    await fs.mkdir(data);
+    const config = loadConfig({ DATA_DIR: data });
+    const embedded = {
+      databaseUrl: 'postgres://postgres:pw@127.0.0.1:45001/bizdir',
+      redisUrl: 'redis://127.0.0.1:45002',
+      meiliUrl: 'http://127.0.0.1:45003',
+      meiliMasterKey: 'k'.repeat(24),
+    };
+    // The owner is this test's parent process: alive, and not this process.
+    await writeRunning(data, { pid: process.ppid, ...embedded });
+    expect((await fs.stat(path.join(data, 'services.json'))).mode & 0o777).toBe(0o600);
+    expect(databaseUrlOf(config)).toBe(embedded.databaseUrl);
+    expect(redisUrlOf(config)).toBe(embedded.redisUrl);
+    expect(meiliMasterKeyOf(config)).toBe(embedded.meiliMasterKey);
+    // A configured URL always wins.
+    expect(databaseUrlOf(loadConfig({ DATA_DIR: data, DATABASE_URL: 'postgres://x@db/y' }))).toBe(
+      'postgres://x@db/y',
+    );
+
+    // The owner is gone (a pid that cannot exist): the record is ignored.
+    await writeRunning(data, { pid: 2 ** 22 + 1, ...embedded });
+    expect(databaseUrlOf(config)).toBe(LOCAL_DEFAULTS.databaseUrl);
+    expect(redisUrlOf(config)).toBe(LOCAL_DEFAULTS.redisUrl);
+  });
+});
+
+describe('bizdir start', () => {
+  it('refuses a second start on the same data folder, naming the running one', async () => {
+    const data = path.join(dir, 'locked');
+    await fs.mkdir(data);
+    await fs.writeFile(path.join(data, 'start.pid'), String(process.ppid));
+    // Every URL configured: nothing would be embedded, the lock is still taken first.
+    const config = loadConfig({
+      DATA_DIR: data,
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/y',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      MEILI_URL: 'http://127.0.0.1:1',
+      LOG_LEVEL: 'silent',
+    });
+    const attempt = startLocalServices(config, createLogger(config));
+    await expect(attempt).rejects.toBeInstanceOf(StartLockedError);
+    await expect(attempt).rejects.toThrow(`bizdir start is already running (pid ${process.ppid})`);
+  });
+
+  it('takes over the lock of a start that was killed', async () => {
+    const data = path.join(dir, 'stale');
+    await fs.mkdir(data);
+    await fs.writeFile(path.join(data, 'start.pid'), String(2 ** 22 + 1));
+    const config = loadConfig({
+      DATA_DIR: data,
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/y',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      MEILI_URL: 'http://127.0.0.1:1',
+      LOG_LEVEL: 'silent',
+    });
+    const services = await startLocalServices(config, createLogger(config));
+    expect(services.embedded).toEqual([]);
+    expect(await fs.readFile(path.join(data, 'start.pid'), 'utf8')).toBe(String(process.pid));
+    await services.stop();
+    await expect(fs.access(path.join(data, 'start.pid'))).rejects.toThrow();
+  });
+
+  it('says how to install Redis when redis-server is not on PATH', async () => {
+    const saved = process.env.PATH;
+    process.env.PATH = path.join(dir, 'empty-bin');
+    try {
+      const attempt = startEmbeddedRedis({ dataDir: path.join(dir, 'no-redis') });
+      await expect(attempt).rejects.toBeInstanceOf(RedisNotInstalledError);
+      await expect(attempt).rejects.toThrow(/apt-get install redis-server.*or set REDIS_URL/);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+});
