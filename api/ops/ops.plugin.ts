@@ -41,10 +41,13 @@ async function adminRoutes(
  */
 export const opsPlugin = fp(
   async (app) => {
-    // The dashboard and the queue gauges get a connection of their own that fails fast, so a Redis
-    // outage slows neither the API's credit counters nor a scrape.
+    // The dashboard and the queue gauges get a connection of their own, so a Redis outage never
+    // touches the API's credit counters. Commands are bounded by commandTimeout and one retry; the
+    // offline queue stays on because with it off, ioredis's own reconnect ready-check rejects
+    // unhandled while Redis is away.
     const connection = createRedis(app.config.redisUrl ?? LOCAL_DEFAULTS.redisUrl, 'producer', {
       commandTimeout: 2_000,
+      enableOfflineQueue: true,
     });
     const queues = QUEUE_NAMES.map((name) => {
       const queue = new Queue(name, { connection, prefix: app.config.queuePrefix });
