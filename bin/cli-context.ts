@@ -40,6 +40,21 @@ export function meiliMasterKeyOf(config: Config): string | undefined {
   return config.meiliMasterKey ?? readRunning(config.dataDir)?.meiliMasterKey;
 }
 
+/**
+ * The configuration with every service URL resolved as the commands resolve it (configured, else a
+ * running `bizdir start`'s embedded service, else the local default), for code such as the API app
+ * that reads the URLs straight from the config.
+ */
+export function resolvedConfig(config: Config = cliConfig()): Config {
+  return Object.freeze({
+    ...config,
+    databaseUrl: databaseUrlOf(config),
+    redisUrl: redisUrlOf(config),
+    meiliUrl: meiliUrlOf(config),
+    meiliMasterKey: meiliMasterKeyOf(config),
+  });
+}
+
 /** Turns any error escaping a command into one clear line and an exit code; never a stack trace. */
 export function reportCliError(error: unknown): number {
   if (error instanceof ConfigError) {

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseUrlOf, meiliMasterKeyOf, redisUrlOf } from '../bin/cli-context.js';
+import { databaseUrlOf, meiliMasterKeyOf, redisUrlOf, resolvedConfig } from '../bin/cli-context.js';
 import { LOCAL_DEFAULTS, loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
 import { RedisNotInstalledError, startEmbeddedRedis } from '../shared/services/embedded-redis.js';
@@ -36,6 +36,7 @@ describe('commands next to a running bizdir start', () => {
     expect(databaseUrlOf(config)).toBe(embedded.databaseUrl);
     expect(redisUrlOf(config)).toBe(embedded.redisUrl);
     expect(meiliMasterKeyOf(config)).toBe(embedded.meiliMasterKey);
+    expect(resolvedConfig(config)).toMatchObject(embedded);
     // A configured URL always wins.
     expect(databaseUrlOf(loadConfig({ DATA_DIR: data, DATABASE_URL: 'postgres://x@db/y' }))).toBe(
       'postgres://x@db/y',

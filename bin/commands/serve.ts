@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { buildApp } from '../../api/app.js';
 import { createLogger } from '../../shared/logger.js';
-import { cliConfig } from '../cli-context.js';
+import { resolvedConfig } from '../cli-context.js';
 
 /** Time allowed for in-flight requests (and their credit commits) before the process exits anyway. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -11,7 +11,9 @@ export function registerServe(program: Command): void {
     .command('serve')
     .description('run the HTTP API (HOST, PORT)')
     .action(async () => {
-      const config = cliConfig();
+      // Resolved URLs (issue 6): with none configured, serve uses the services of a running
+      // `bizdir start`, like every other command, instead of the fixed local defaults.
+      const config = resolvedConfig();
       const logger = createLogger(config, { service: 'bizdir-api' });
       const app = await buildApp({ config, logger });
       await app.listen({ host: config.host, port: config.port });
