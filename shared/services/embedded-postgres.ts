@@ -25,7 +25,7 @@ export interface EmbeddedService {
   stop(): Promise<void>;
 }
 
-interface Binaries {
+export interface Binaries {
   postgres: string;
   initdb: string;
 }
@@ -51,6 +51,47 @@ async function binaries(): Promise<Binaries> {
     throw new Error(`${pkg} does not name its postgres and initdb binaries`);
   }
   return { postgres: mod.postgres, initdb: mod.initdb };
+}
+
+async function runsAs(binary: string, user: { uid: number; gid: number }): Promise<boolean> {
+  try {
+    await run(binary, ['--version'], { ...user, timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Running as root, the server user must be able to execute the binaries. When node_modules lies
+ * behind a folder it cannot enter (a clone under /root, a 700 temp folder), the binaries (60 MB) are
+ * copied once into the data folder, which it can reach; the copy is refreshed when the package
+ * changes.
+ */
+export async function reachableBinaries(
+  bin: Binaries,
+  root: string,
+  user: { uid: number; gid: number } | undefined,
+): Promise<Binaries> {
+  if (!user || (await runsAs(bin.postgres, user))) return bin;
+  const native = path.dirname(path.dirname(bin.postgres));
+  const copy = path.join(root, 'postgres-bin');
+  const marker = path.join(copy, '.copied-from');
+  const stat = await fs.stat(bin.postgres);
+  const source = `${native} ${stat.size} ${stat.mtimeMs}`;
+  if ((await fs.readFile(marker, 'utf8').catch(() => '')) !== source) {
+    await fs.rm(copy, { recursive: true, force: true });
+    await fs.cp(native, copy, { recursive: true, verbatimSymlinks: true });
+    await fs.writeFile(marker, source);
+  }
+  const copied = { postgres: path.join(copy, 'bin', 'postgres'), initdb: path.join(copy, 'bin', 'initdb') };
+  if (!(await runsAs(copied.postgres, user))) {
+    throw new Error(
+      `Postgres runs as uid ${user.uid}, which cannot run ${bin.postgres} nor its copy in ${copy}; ` +
+        'run bizdir as a normal user, or set DATABASE_URL',
+    );
+  }
+  return copied;
 }
 
 /**
@@ -151,7 +192,6 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const passwordFile = path.join(root, 'postgres.password');
   const logFile = path.join(root, 'postgres.log');
   await fs.mkdir(root, { recursive: true });
-  const bin = await binaries();
   const user = await serverUser();
   if (user) {
     // The server user must pass through the data folder to reach its cluster (mkdtemp and umask 077
@@ -159,6 +199,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     const { mode } = await fs.stat(root);
     if ((mode & 0o001) === 0) await fs.chmod(root, mode | 0o001);
   }
+  const bin = await reachableBinaries(await binaries(), root, user);
   const initialised = await fs
     .access(path.join(dir, 'PG_VERSION'))
     .then(() => fs.access(passwordFile))
