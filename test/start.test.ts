@@ -170,3 +170,40 @@ describe('bizdir start', () => {
     await stopAndCheck(second, 'SIGTERM');
   }, 240_000);
 });
+
+describe('bizdir start on a port that is taken', () => {
+  it('says so, exits 1, and leaves no embedded server behind', async () => {
+    const net = await import('node:net');
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    const other = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-start-port-'));
+    try {
+      const child = spawnCli(['start', '--no-samples'], { ...env(), DATA_DIR: other, PORT: String(port) });
+      started.push(child);
+      let err = '';
+      child.stderr?.on('data', (d) => {
+        err += d;
+      });
+      const seen = new Set<number>();
+      const watch = setInterval(() => {
+        void serverProcesses(child.pid!).then((pids) => {
+          for (const p of pids) seen.add(p);
+        });
+      }, 200);
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      clearInterval(watch);
+      expect(code).toBe(1);
+      // It did get as far as starting the servers (Postgres, Redis, Meilisearch) before the port.
+      expect(seen.size).toBeGreaterThanOrEqual(3);
+      expect(err).toContain(`127.0.0.1:${port} is already in use; set PORT to a free port`);
+      const left: number[] = [];
+      for (const pid of seen) if (await running(pid)) left.push(pid);
+      expect(left).toEqual([]);
+      await expect(fs.access(path.join(other, 'start.pid'))).rejects.toThrow();
+    } finally {
+      blocker.close();
+      await fs.rm(other, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

@@ -23,6 +23,7 @@ import {
   meiliMasterKeyOf,
   meiliUrlOf,
   redisUrlOf,
+  reportCliError,
 } from '../cli-context.js';
 import {
   demoKey,
@@ -129,7 +130,10 @@ async function runStart(opts: StartOptions): Promise<void> {
     const key = await demoKey(dbHandle.db, dataDir, log);
 
     app = await buildApp({ config, logger: log.child({ role: 'api' }) });
-    const url = await app.listen({ host: config.host, port: config.port });
+    const url = await app.listen({ host: config.host, port: config.port }).catch((error: unknown) => {
+      if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
+      throw new CliError(`${config.host}:${config.port} is already in use; set PORT to a free port`);
+    });
     const started = app;
     closers.push({ name: 'api', close: () => started.close() });
     process.stdout.write(banner(url, services.embedded, dataDir, config.adminToken ?? '', key));
@@ -189,5 +193,13 @@ export function registerStart(program: Command): void {
       },
       30_000,
     )
-    .action((opts: StartOptions) => runStart(opts));
+    .action(async (opts: StartOptions) => {
+      try {
+        await runStart(opts);
+      } catch (error) {
+        // Everything started is stopped by now; a library's retry timer must not keep a failed
+        // start hanging, so report and end here rather than return to the event loop.
+        process.exit(reportCliError(error));
+      }
+    });
 }
