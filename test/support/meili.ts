@@ -31,7 +31,7 @@ export async function startRunMeili(runId: string): Promise<{ server: MeiliServe
     server,
     async stop() {
       await server.stop();
-      await fs.rm(dataDir, { recursive: true, force: true });
+      await fs.rm(dataDir, { recursive: true, force: true, maxRetries: 3 });
     },
   };
 }
