@@ -35,8 +35,14 @@ export function createDb(connectionString: string, options: DbOptions = {}): DbH
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5_000,
     ...(options.statementTimeoutMillis ? { statement_timeout: options.statementTimeoutMillis } : {}),
   });
-  // A pool error (server restart) must not crash the process; the next query reconnects.
+  // A lost connection must not crash the process; the next query reconnects. The pool listens on
+  // idle clients only: a client that is checked out when its connection drops emits 'error' on
+  // itself, which would be an uncaught exception, so every client gets a listener of its own (the
+  // query it was running is rejected anyway and answered as a 503 by the API).
   pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
