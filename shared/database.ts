@@ -7,6 +7,8 @@ import type { ColumnType, Generated, GeneratedAlways } from 'kysely';
  */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type DateString = ColumnType<string, string, string>;
+/** jsonb: selected as parsed JSON, written as a JSON string; optional on insert (column default). */
+type JsonWithDefault<T> = ColumnType<T, string | undefined, string>;
 type Json<T> = ColumnType<T, string, string>;
 
 export interface PhonesJson {
@@ -59,8 +61,8 @@ export interface AddressesTable {
   country_code: string | null;
   content_hash: string;
   version_number: Generated<number>;
-  updated: Generated<Timestamp>;
-  created_at: Generated<Timestamp>;
+  updated: Timestamp;
+  created_at: Timestamp;
 }
 
 export interface OrgsTable {
@@ -73,7 +75,7 @@ export interface OrgsTable {
   description: string | null;
   email: string | null;
   logo_url: string | null;
-  phones: Generated<Json<PhonesJson>>;
+  phones: JsonWithDefault<PhonesJson>;
   sic_code: string | null;
   vat_number: string | null;
   registration_country: string | null;
@@ -86,15 +88,15 @@ export interface OrgsTable {
   left_register_on: DateString | null;
   content_hash: string;
   version_number: Generated<number>;
-  updated: Generated<Timestamp>;
-  created_at: Generated<Timestamp>;
+  updated: Timestamp;
+  created_at: Timestamp;
   last_run_id: number | null;
 }
 
 export interface OrgPublicDomainsTable {
   slug: string;
   org_id: number;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface LocationsTable {
@@ -112,9 +114,9 @@ export interface LocationsTable {
   is_default: Generated<boolean>;
   position: Generated<number>;
   email: string | null;
-  phones: Generated<Json<PhonesJson>>;
-  hours: Generated<Json<HoursJson>>;
-  links: Generated<Json<LinksJson>>;
+  phones: JsonWithDefault<PhonesJson>;
+  hours: JsonWithDefault<HoursJson>;
+  links: JsonWithDefault<LinksJson>;
   year_established: number | null;
   latitude: number | null;
   longitude: number | null;
@@ -124,15 +126,15 @@ export interface LocationsTable {
   logo_url: string | null;
   content_hash: string;
   version_number: Generated<number>;
-  updated: Generated<Timestamp>;
-  created_at: Generated<Timestamp>;
+  updated: Timestamp;
+  created_at: Timestamp;
   last_run_id: number | null;
 }
 
 export interface LocationPublicDomainsTable {
   slug: string;
   location_id: number;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface PublicSlugCountersTable {
@@ -154,7 +156,7 @@ export interface ImportRunsTable {
   id: GeneratedAlways<number>;
   feed: ImportFeed;
   source: string;
-  options: Generated<Json<ImportOptionsJson>>;
+  options: JsonWithDefault<ImportOptionsJson>;
   status: Generated<ImportStatus>;
   job_id: string | null;
   schedule_name: string | null;
@@ -170,7 +172,7 @@ export interface ImportRunsTable {
   bytes_read: Generated<number>;
   bytes_total: number | null;
   error: string | null;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
   started_at: Timestamp | null;
   finished_at: Timestamp | null;
 }
@@ -202,7 +204,7 @@ export interface AccountsTable {
   id: GeneratedAlways<number>;
   uid: GeneratedAlways<string>;
   name: string;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface SubscriptionsTable {
@@ -211,7 +213,7 @@ export interface SubscriptionsTable {
   account_id: number;
   credits: number;
   anchor_date: DateString;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface ApiKeysTable {
@@ -219,7 +221,7 @@ export interface ApiKeysTable {
   account_id: number;
   prefix: string;
   hash: Buffer;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
   revoked_at: Timestamp | null;
 }
 
@@ -227,7 +229,7 @@ export interface UsagePeriodsTable {
   subscription_id: number;
   period_start: Timestamp;
   used: Generated<number>;
-  updated_at: Generated<Timestamp>;
+  updated_at: Timestamp;
 }
 
 export interface ContactsTable {
@@ -238,7 +240,7 @@ export interface ContactsTable {
   first_name: string | null;
   last_name: string | null;
   data: Json<Record<string, string | boolean | null>>;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface Database {
@@ -259,8 +261,8 @@ export interface ImportSchedulesTable {
   tz: Generated<string>;
   // jsonb: read as the parsed object, written as its JSON text (optional, the column has a default).
   options: ColumnType<ImportOptionsJson, string | undefined, string>;
-  created_at: Generated<Timestamp>;
-  updated_at: Generated<Timestamp>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 /** Columns 0005_schedules adds to import_runs (declaration merging keeps the original block untouched). */
@@ -281,12 +283,12 @@ type BigintIds = ColumnType<string[], number[], number[]>;
 export interface SearchOutboxTable {
   seq: GeneratedAlways<number>;
   org_ids: BigintIds;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface SearchReindexTable {
   target: string;
-  started_at: Generated<Timestamp>;
+  started_at: Timestamp;
 }
 
 export interface SearchReindexReplayTable {
