@@ -97,8 +97,6 @@ export async function startMeiliServer(options: MeiliServerOptions): Promise<Mei
     path.join(options.dataDir, 'dumps'),
     '--snapshot-dir',
     path.join(options.dataDir, 'snapshots'),
-    '--master-key',
-    options.masterKey,
     '--env',
     'development',
     '--log-level',
@@ -106,7 +104,12 @@ export async function startMeiliServer(options: MeiliServerOptions): Promise<Mei
   ];
   if (options.maxIndexingThreads) args.push('--max-indexing-threads', String(options.maxIndexingThreads));
   if (options.maxIndexingMemory) args.push('--max-indexing-memory', options.maxIndexingMemory);
-  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: options.dataDir });
+  // The master key goes through the environment, not argv, where any local user could read it with ps.
+  const child = spawn(bin, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    cwd: options.dataDir,
+    env: { ...process.env, MEILI_MASTER_KEY: options.masterKey },
+  });
   child.stderr?.on('data', (d: Buffer) => options.log?.(d.toString().trimEnd()));
   // Never leave an orphan: if this process exits without stopping the server, take it along.
   const killOnExit = () => child.kill('SIGKILL');
