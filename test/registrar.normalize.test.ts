@@ -1,6 +1,6 @@
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
-import { countryCodeOf } from '../ingest/countries.js';
+import { countryCodeOf } from '../shared/countries.js';
 import {
   informalNameOf,
   normalizeCompanyNumber,

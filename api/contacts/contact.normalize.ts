@@ -1,7 +1,8 @@
 import type { Static } from 'typebox';
+import { ISO_CODES } from '../../shared/countries.js';
 import { badRequest } from '../../shared/errors.js';
+import { US_STATE_CODES } from '../../shared/us-states.js';
 import type { ContactBodySchema } from '../schemas/contact.schema.js';
-import { ISO_COUNTRY_CODES, US_STATE_CODES } from './codes.js';
 
 export type ContactInput = Static<typeof ContactBodySchema>;
 export type ContactData = Record<string, string | boolean | null>;
@@ -95,8 +96,7 @@ export function normalizeContact(input: ContactInput): NormalizedContact {
   }
   const country = text('country_code')?.toUpperCase() ?? null;
   if (country !== null) {
-    if (!ISO_COUNTRY_CODES.has(country))
-      throw badRequest('country_code must be an ISO 3166 alpha-2 country code');
+    if (!ISO_CODES.has(country)) throw badRequest('country_code must be an ISO 3166 alpha-2 country code');
     data.country_code = country;
   }
   const state = text('state_code');
