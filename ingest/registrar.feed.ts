@@ -1,5 +1,5 @@
-import type { ImportOptionsJson } from '../shared/database.js';
 import { ISO_CODES } from '../shared/countries.js';
+import type { ImportOptionsJson } from '../shared/database.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
 import { closeMissingOrgs, loadRegistrarBatch } from './registrar.loader.js';
 import { normalizeRegistrarRow, type RegistrarRecord } from './registrar.normalize.js';

@@ -1,6 +1,5 @@
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
-import { countryCodeOf } from '../shared/countries.js';
 import {
   informalNameOf,
   normalizeCompanyNumber,
@@ -9,6 +8,7 @@ import {
   parseSicCode,
 } from '../ingest/registrar.normalize.js';
 import { mapRegistrarHeader, REGISTRAR_HEADER_LINE, readRegistrarRow } from '../ingest/registrar.parser.js';
+import { countryCodeOf } from '../shared/countries.js';
 import { FeedFormatError } from '../shared/errors.js';
 import { registrarFields, registrarLine } from './support/registrar-csv.js';
 
