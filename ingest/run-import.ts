@@ -17,6 +17,7 @@ import {
   recordBatch,
 } from './import-runs.repository.js';
 import { openSource, SourceError } from './source.js';
+import { analyzeFeedTables, StatsKeeper } from './table-stats.js';
 
 /**
  * Runs one import_runs row from start (or from its checkpoint) to the end. This is what the queue
@@ -161,6 +162,7 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
     const skip = run.checkpoint_rows;
     let seen = 0;
     let current = run;
+    const stats = new StatsKeeper(db);
     // Read ahead: the next batch is read, parsed and normalized (JavaScript work) while this one's
     // transaction keeps Postgres busy, so the two run side by side on separate cores.
     const prepareNext = async () => {
@@ -196,6 +198,7 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
         return { outcome, run: await recordBatch(trx, run.id, counts, checkpoint, source.bytesRead()) };
       });
       current = committed.run;
+      await stats.afterBatch(current.inserted);
       if (committed.outcome.changedOrgIds.length > 0)
         await deps.onBatchCommitted?.(committed.outcome.changedOrgIds);
       await deps.onProgress?.(progressOf(current));
@@ -212,6 +215,7 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
       const outcome = await prepared.finish(trx, { ...ctx, acceptedRows });
       return { outcome, run: await markSucceeded(trx, run.id, outcome.closed, source.bytesRead()) };
     });
+    if (current.inserted + current.updated > 0) await analyzeFeedTables(db);
     if (finished.outcome.changedOrgIds.length > 0)
       await deps.onBatchCommitted?.(finished.outcome.changedOrgIds);
     await deps.onProgress?.(progressOf(finished.run));
