@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { HoursEntryJson, HoursJson, LinksJson, PhonesJson } from '../shared/database.js';
+import type { AddressFields, HoursEntryJson, HoursJson, LinksJson, PhonesJson } from '../shared/database.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
 import type { AddressPatch, LocationPatch } from './locations.normalize.js';
 
@@ -44,15 +44,8 @@ export interface LocationContent {
   logo_url: string | null;
 }
 
-export interface AddressContent {
-  line1: string | null;
-  line2: string | null;
-  line3: string | null;
-  city: string | null;
-  sublocality: string | null;
-  state: string | null;
-  state_code: string | null;
-  zip: string | null;
+/** A sheet row's address always has a country (a required column). */
+export interface AddressContent extends Omit<AddressFields, 'country_code'> {
   country_code: string;
 }
 

@@ -46,10 +46,8 @@ export interface LinksJson {
   videosite_url?: string | null;
 }
 
-export interface AddressesTable {
-  id: GeneratedAlways<number>;
-  uid: GeneratedAlways<string>;
-  domain_cc: string;
+/** The postal fields of an Address, as stored and as the API shows them. */
+export interface AddressFields {
   line1: string | null;
   line2: string | null;
   line3: string | null;
@@ -59,6 +57,12 @@ export interface AddressesTable {
   state_code: string | null;
   zip: string | null;
   country_code: string | null;
+}
+
+export interface AddressesTable extends AddressFields {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  domain_cc: string;
   content_hash: string;
   version_number: Generated<number>;
   updated: Timestamp;

@@ -1,7 +1,14 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FileMigrationProvider, Kysely, type MigrationResultSet, Migrator, PostgresDialect } from 'kysely';
+import {
+  FileMigrationProvider,
+  Kysely,
+  type MigrationResultSet,
+  Migrator,
+  PostgresDialect,
+  sql,
+} from 'kysely';
 import pg from 'pg';
 import type { Database } from './database.js';
 
@@ -50,6 +57,11 @@ export function createDb(connectionString: string, options: DbOptions = {}): DbH
     // Kysely's destroy ends the pool it was given.
     close: () => db.destroy(),
   };
+}
+
+/** Readiness probe: resolves when Postgres answers a trivial query. */
+export async function pingDatabase(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
 }
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');

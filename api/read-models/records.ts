@@ -1,21 +1,12 @@
-import type { HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
+import type { AddressFields, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
 
 /**
  * Row shapes the read models hand to the views. Nested records arrive as `to_jsonb(row)`, so their
  * timestamps are ISO strings rather than Dates; the views accept both.
  */
-export interface AddressRecord {
+export interface AddressRecord extends AddressFields {
   uid: string;
   domain_cc: string;
-  line1: string | null;
-  line2: string | null;
-  line3: string | null;
-  city: string | null;
-  sublocality: string | null;
-  state: string | null;
-  state_code: string | null;
-  zip: string | null;
-  country_code: string | null;
   version_number: number;
 }
 

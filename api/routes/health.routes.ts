@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { sql } from 'kysely';
 import Type from 'typebox';
+import { pingDatabase } from '../../shared/db.js';
 import { errorBody } from '../plugins/error-mapping.js';
 import { ErrorSchema } from '../schemas/common.schema.js';
 
@@ -24,7 +24,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (request, reply) => {
-      const checks = await Promise.allSettled([sql`select 1`.execute(app.db), app.redis.ping()]);
+      const checks = await Promise.allSettled([pingDatabase(app.db), app.redis.ping()]);
       const down = checks.flatMap((c, i) =>
         c.status === 'rejected' ? [i === 0 ? 'postgres' : 'redis'] : [],
       );
