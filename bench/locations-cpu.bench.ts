@@ -1,0 +1,195 @@
+/**
+ * Location feed, JavaScript only: the per-row CPU cost of an import without Postgres. The same kind
+ * of sheet as bench/locations.bench.ts (100,000 rows, 5,000 Orgs) is generated in memory and run
+ * through three cumulative stages, each timed on its own pass over the whole sheet:
+ *
+ *   read       openCsv over a stream of the text (record scan + papaparse)
+ *   normalize  + locationRowNormalizer per row
+ *   encode     + mergeLocation / mergeAddress / encodeLocation / contentHash per row, as the loader
+ *                does for a new row (nothing stored)
+ *
+ * Prints µs/row, rows/s and the share of the pass spent in garbage collection, after a warm-up
+ * pass; each figure is the best of BENCH_REPS passes. The output digest (md5 of every normalized
+ * row, encoded text and hash) must not move when the code is made faster.
+ *
+ *   npm run bench:locations-cpu
+ *   BENCH_ROWS=20000 BENCH_REPS=5 npm run bench:locations-cpu
+ */
+import { createHash } from 'node:crypto';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import { openCsv } from '../ingest/csv.js';
+import { matchLocationHeaders } from '../ingest/locations.headers.js';
+import { locationRowNormalizer, type NormalizedLocation } from '../ingest/locations.normalize.js';
+import { contentHash, encodeLocation, mergeAddress, mergeLocation } from '../ingest/locations.records.js';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
+const ORGS = Number(process.env.BENCH_ORGS ?? 5_000);
+const REPS = Number(process.env.BENCH_REPS ?? 3);
+
+// The sheet generator is copied from bench/locations.bench.ts (which runs its benchmark on import).
+const HEADER =
+  'Store code,Business name,Address line 1,Address line 2,Address line 3,Address line 4,Address line 5,Sub-locality,Locality,Administrative area,Country / Region,Postal code,Latitude,Longitude,Primary phone,Additional phones,Website,Primary category,Additional categories,Sunday hours,Monday hours,Tuesday hours,Wednesday hours,Thursday hours,Friday hours,Saturday hours,Special hours,From the business,Opening date,Logo photo,Cover photo,Other photos,Labels,AdWords location extensions phone';
+
+const WORDS = ['Harbour', 'Quay', 'Mill', 'Glen', 'Oak', 'Bridge', 'Market', 'Crown', 'River', 'Station'];
+const TRADES = ['Hardware', 'Books', 'Bakery', 'Tacos', 'Pharmacy', 'Florist', 'Coffee', 'Tailors'];
+const CITIES = [
+  'Whitby',
+  'Leeds',
+  'Bristol',
+  'Austin',
+  'Dublin',
+  'Cork',
+  'Houston',
+  'Inverness',
+  'York',
+  'Bath',
+];
+const COUNTRY = ['GB', 'GB', 'US', 'IE'];
+const AREA: Record<string, string[]> = { GB: [''], US: ['TX', 'NY', 'CA'], IE: ['Co. Dublin', 'Co. Cork'] };
+const HOURS = ['08:30-17:30', '09:00-12:30, 13:30-17:00', '10:00 AM-06:00 PM', 'x', '', '18:00-02:00'];
+
+const q = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+
+function row(i: number): string {
+  const org = i % ORGS;
+  const cc = COUNTRY[org % COUNTRY.length]!;
+  const name = `${WORDS[org % 10]} ${WORDS[Math.floor(org / 10) % 10]} ${TRADES[org % 8]} ${org}`;
+  const n = Math.floor(i / ORGS);
+  const city = CITIES[(i * 7) % CITIES.length]!;
+  const areas = AREA[cc]!;
+  const h = (d: number) => HOURS[(i + d) % HOURS.length]!;
+  const cells = [
+    `S-${String(n).padStart(4, '0')}`,
+    name,
+    `${(i % 300) + 1} ${WORDS[i % 10]} Street`,
+    i % 3 === 0 ? `Unit ${i % 40}` : '',
+    '',
+    '',
+    '',
+    i % 5 === 0 ? 'Old Town' : '',
+    city,
+    areas[i % areas.length]!,
+    cc,
+    cc === 'US' ? String(10000 + (i % 89999)) : `AB${i % 99} ${i % 9}CD`,
+    (50 + (i % 1000) / 1000).toFixed(4),
+    (-1 - (i % 1000) / 1000).toFixed(4),
+    `+44 1947 ${String(600000 + (i % 399999))}`,
+    i % 4 === 0
+      ? `+44 1947 ${String(700000 + (i % 99999))}, +44 7700 900${String(i % 1000).padStart(3, '0')}`
+      : '',
+    `https://shop${org}.example.com/${city.toLowerCase()}`,
+    TRADES[org % 8]!,
+    'Gift shop, Delivery service',
+    h(0),
+    h(1),
+    h(2),
+    h(3),
+    h(4),
+    h(5),
+    h(6),
+    i % 2 === 0 ? '2026-12-24: 09:00-13:00, 2026-12-25: x, 2026-12-26: x' : '',
+    `Family-run since ${1950 + (i % 70)}, on the corner of "${WORDS[i % 10]} Street".\nAsk about delivery, gift cards and more.`,
+    `${1950 + (i % 70)}-0${(i % 9) + 1}`,
+    `https://cdn.example.com/${org}/logo.png`,
+    '',
+    '',
+    'Local, Independent',
+    '',
+  ];
+  return cells.map(q).join(',');
+}
+
+function sheet(): Buffer {
+  const lines = [HEADER];
+  for (let i = 0; i < ROWS; i++) lines.push(row(i));
+  return Buffer.from(`${lines.join('\r\n')}\r\n`, 'utf8');
+}
+
+/** The file as a read stream hands it over: 64 KiB chunks. */
+function streamOf(buf: Buffer): Readable {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < buf.length; i += 64 * 1024) chunks.push(buf.subarray(i, i + 64 * 1024));
+  return Readable.from(chunks);
+}
+
+type Stage = 'read' | 'normalize' | 'encode';
+type Sink = (row: NormalizedLocation | undefined, fields: readonly string[]) => void;
+
+/** One pass over the sheet up to `stage`; `sink` sees each row's output (for the digest). */
+async function pass(buf: Buffer, stage: Stage, sink?: Sink): Promise<number> {
+  const csv = await openCsv(streamOf(buf), { batchSize: 5000 });
+  const normalize = locationRowNormalizer(matchLocationHeaders(csv.header));
+  let rows = 0;
+  for await (const batch of csv.batches) {
+    for (const rec of batch) {
+      rows++;
+      if (stage === 'read') {
+        sink?.(undefined, rec.fields);
+        continue;
+      }
+      const result = normalize(rec.fields);
+      sink?.(result, rec.fields);
+      if (stage === 'normalize' || !result.ok) continue;
+      // As the loader does for a row with no stored Location.
+      const content = mergeLocation(result.row.location, undefined);
+      const address = mergeAddress(result.row.address, undefined);
+      const { encoded, hash } = encodeLocation(content);
+      const addrHash = contentHash(address);
+      if (sink) sink(undefined, [JSON.stringify(encoded), hash, addrHash]);
+    }
+  }
+  return rows;
+}
+
+let gcMs = 0;
+const gcObserver = new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcMs += e.duration;
+});
+gcObserver.observe({ entryTypes: ['gc'] });
+
+/** GC entries are delivered late (after a timer turn, not an immediate): wait before reading the total. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+async function timed(buf: Buffer, stage: Stage): Promise<{ ms: number; gcShare: number }> {
+  await settle();
+  gcMs = 0;
+  const start = process.hrtime.bigint();
+  await pass(buf, stage);
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  await settle();
+  return { ms, gcShare: gcMs / ms };
+}
+
+async function digest(buf: Buffer): Promise<string> {
+  const md5 = createHash('md5');
+  await pass(buf, 'encode', (result, fields) => {
+    md5.update(JSON.stringify(result ?? fields));
+  });
+  return md5.digest('hex');
+}
+
+async function main(): Promise<void> {
+  const buf = sheet();
+  console.log(`sheet: ${ROWS} rows, ${ORGS} Orgs, ${(buf.length / 2 ** 20).toFixed(1)} MiB; best of ${REPS}`);
+  const stages: Stage[] = ['read', 'normalize', 'encode'];
+  for (const stage of stages) await pass(buf, stage); // warm-up
+  let previous = 0;
+  for (const stage of stages) {
+    let best = { ms: Number.POSITIVE_INFINITY, gcShare: 0 };
+    for (let i = 0; i < REPS; i++) {
+      const t = await timed(buf, stage);
+      if (t.ms < best.ms) best = t;
+    }
+    const us = (best.ms * 1000) / ROWS;
+    console.log(
+      `${stage.padEnd(10)} ${us.toFixed(2).padStart(6)} µs/row (stage +${(us - previous).toFixed(2)})  ` +
+        `${Math.round(ROWS / (best.ms / 1000)).toLocaleString('en')} rows/s  GC ${(best.gcShare * 100).toFixed(0)}%`,
+    );
+    previous = us;
+  }
+  console.log(`output digest ${await digest(buf)}`);
+  gcObserver.disconnect();
+}
+
+await main();
