@@ -88,11 +88,26 @@ function orderRanges(ranges: Range[], cell: string): Range[] | string {
   return sorted;
 }
 
-const splitList = (cell: string) =>
-  cell
-    .split(/[,;]/)
-    .map((p) => p.trim())
-    .filter((p) => p !== '');
+const COMMA = 44;
+const SEMICOLON = 59;
+
+/**
+ * The parts of a sheet list cell (`a, b; c`): split at commas and semicolons, trimmed, empty parts
+ * dropped. A loop rather than split/map/filter: it runs several times per row of every sheet, and
+ * the two intermediate arrays per call were a visible share of the import's garbage.
+ */
+export function splitList(cell: string): string[] {
+  const parts: string[] = [];
+  let start = 0;
+  for (let i = 0; i <= cell.length; i++) {
+    const c = i < cell.length ? cell.charCodeAt(i) : COMMA;
+    if (c !== COMMA && c !== SEMICOLON) continue;
+    const part = cell.slice(start, i).trim();
+    if (part !== '') parts.push(part);
+    start = i + 1;
+  }
+  return parts;
+}
 
 const isClosedMark = (text: string) => text.trim().toLowerCase() === 'x';
 
@@ -162,4 +177,47 @@ export function parseSpecialHours(cell: string): HoursResult<HoursEntryJson[] | 
     for (const r of ranges) out.push({ date, open: r !== CLOSED, open_time: r.open, close_time: r.close });
   }
   return { ok: true, value: out };
+}
+
+type DayResult = HoursResult<HoursEntryJson[] | null>;
+
+/** Distinct cell texts remembered per column; past this a column's memory starts afresh. */
+const MAX_CELLS = 1000;
+
+/** Freezes a parse result all the way down, so that sharing it between rows is safe. */
+function frozen(result: DayResult): DayResult {
+  if (result.ok && result.value !== null) {
+    for (const entry of result.value) Object.freeze(entry);
+    Object.freeze(result.value);
+  }
+  return Object.freeze(result);
+}
+
+/**
+ * Parsed hours per distinct cell text, for one sheet. A sheet repeats a handful of hours cells
+ * (`09:00-17:00`, `x`) over thousands of rows, so each text is parsed once. The results are frozen
+ * and shared by every row with that text: merging and encoding only read them, and a stray write
+ * would throw instead of silently changing other rows. Memory is bounded per column.
+ */
+export class HoursCache {
+  // Entries carry their weekday, so each weekday has its own memory.
+  private readonly days = Array.from({ length: 7 }, () => new Map<string, DayResult>());
+  private readonly special = new Map<string, DayResult>();
+
+  /** parseDayHours, remembered. */
+  day(cell: string, day: number): DayResult {
+    const memo = this.days[day]!;
+    return memo.get(cell) ?? remember(memo, cell, parseDayHours(cell, day));
+  }
+
+  /** parseSpecialHours, remembered. */
+  specialHours(cell: string): DayResult {
+    return this.special.get(cell) ?? remember(this.special, cell, parseSpecialHours(cell));
+  }
+}
+
+function remember(memo: Map<string, DayResult>, cell: string, result: DayResult): DayResult {
+  if (memo.size >= MAX_CELLS) memo.clear();
+  memo.set(cell, frozen(result));
+  return result;
 }

@@ -1,6 +1,6 @@
 import type { HoursEntryJson, LinksJson, PhonesJson } from '../shared/database.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
-import { isRealDate, parseDayHours, parseSpecialHours } from './locations.hours.js';
+import { HoursCache, isRealDate, splitList } from './locations.hours.js';
 import { regionOf } from './locations.regions.js';
 
 /**
@@ -66,12 +66,6 @@ export type NormalizedLocation =
 
 const COUNTRY_ALIASES: Record<string, string> = { UK: 'GB' };
 
-const splitList = (text: string) =>
-  text
-    .split(/[,;]/)
-    .map((p) => p.trim())
-    .filter((p) => p !== '');
-
 /** `YYYY-MM-DD`, `YYYY-MM` or `YYYY` into a year; null for anything else or an impossible date. */
 export function yearOf(text: string): number | null {
   const m = /^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$/.exec(text.trim());
@@ -135,6 +129,8 @@ const EXTRA_LINES = ['addressLine3', 'addressLine4', 'addressLine5'] as const;
 class RowReader {
   cells: readonly string[] = [];
   warnings: RowIssue[] = [];
+  /** Hours cells repeat across a sheet's rows: each distinct text is parsed once per sheet. */
+  readonly hours = new HoursCache();
   constructor(readonly columns: LocationColumns) {}
 
   label(field: LocationField): string {
@@ -156,6 +152,17 @@ class RowReader {
   warn(field: LocationField, reason: string): void {
     this.warnings.push({ column: this.label(field), reason });
   }
+}
+
+/** A row refused for its content that still names its Location (see NormalizedLocation). */
+function refuse(
+  r: RowReader,
+  field: LocationField,
+  reason: string,
+  code: string,
+  org: OrgRef,
+): NormalizedLocation {
+  return { ok: false, issue: { column: r.label(field), reason }, key: { code, org } };
 }
 
 function readPhones(r: RowReader): LocationPatch['phones'] {
@@ -231,7 +238,11 @@ function readAddress(r: RowReader, country: string): AddressPatch {
   }
   if (rest !== undefined) address.line3 = rest.length === 0 ? null : rest.join(', ');
   const area = r.cell('administrativeArea');
-  if (area !== undefined) Object.assign(address, regionOf(area, country));
+  if (area !== undefined) {
+    const region = regionOf(area, country);
+    address.state = region.state;
+    address.state_code = region.state_code;
+  }
   return address;
 }
 
@@ -247,17 +258,10 @@ function readRow(r: RowReader): NormalizedLocation {
   if (companyNumber) org.companyNumber = companyNumber;
   if (code === null)
     return { ok: false, issue: { column: r.label('storeCode'), reason: 'store code is empty' } };
-  const refuse = (field: LocationField, reason: string): NormalizedLocation => ({
-    ok: false,
-    issue: { column: r.label(field), reason },
-    key: { code, org },
-  });
-  if (businessName === null) return refuse('businessName', 'business name is empty');
+  if (businessName === null) return refuse(r, 'businessName', 'business name is empty', code, org);
   if (!/^[A-Z]{2}$/.test(country)) {
-    return refuse(
-      'country',
-      country === '' ? 'country is empty' : `"${country}" is not an ISO 3166 country code`,
-    );
+    const reason = country === '' ? 'country is empty' : `"${country}" is not an ISO 3166 country code`;
+    return refuse(r, 'country', reason, code, org);
   }
 
   const normal: (HoursEntryJson[] | null | undefined)[] = [];
@@ -268,19 +272,25 @@ function readRow(r: RowReader): NormalizedLocation {
       normal.push(undefined);
       continue;
     }
-    const parsed = parseDayHours(value, day);
-    if (!parsed.ok) return refuse(field, parsed.reason);
+    const parsed = r.hours.day(value, day);
+    if (!parsed.ok) return refuse(r, field, parsed.reason, code, org);
     normal.push(parsed.value);
   }
-  const location: LocationPatch = { code, name: businessName, phones: {}, links: {}, normal };
+  let special: HoursEntryJson[] | null | undefined;
   const specialCell = r.cell('specialHours');
   if (specialCell !== undefined) {
-    const parsed = parseSpecialHours(specialCell);
-    if (!parsed.ok) return refuse('specialHours', parsed.reason);
-    location.special = parsed.value;
+    const parsed = r.hours.specialHours(specialCell);
+    if (!parsed.ok) return refuse(r, 'specialHours', parsed.reason, code, org);
+    special = parsed.value;
   }
-  location.phones = readPhones(r);
-  location.links = readLinks(r);
+  const location: LocationPatch = {
+    code,
+    name: businessName,
+    phones: readPhones(r),
+    links: readLinks(r),
+    normal,
+  };
+  if (special !== undefined) location.special = special;
   readDetails(r, location);
   return { ok: true, row: { location, address: readAddress(r, country), org }, warnings: r.warnings };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDayHours, parseSpecialHours } from '../ingest/locations.hours.js';
+import { HoursCache, parseDayHours, parseSpecialHours, splitList } from '../ingest/locations.hours.js';
 
 const open = (open_time: string, close_time: string) => ({ day: 1, open: true, open_time, close_time });
 const closed = { day: 1, open: false, open_time: '00:00', close_time: '00:00' };
@@ -125,5 +125,66 @@ describe('special hours cells', () => {
     const result = parseSpecialHours(cell);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.reason).toMatch(reason);
+  });
+});
+
+describe('list cells', () => {
+  it.each([
+    ['', []],
+    [' , ;; ', []],
+    ['a', ['a']],
+    [' a , b;c ;', ['a', 'b', 'c']],
+    ['\u00a0x\u00a0,\ty\n', ['x', 'y']],
+  ])('%j', (cell, parts) => {
+    expect(splitList(cell)).toEqual(parts);
+  });
+});
+
+describe('hours remembered per sheet', () => {
+  it('gives the same results as parsing each cell, shared and frozen', () => {
+    const cache = new HoursCache();
+    for (const cell of ['09:00-12:00, 13:00-17:00', 'x', '', '9 till 5']) {
+      for (const day of [0, 3]) {
+        const first = cache.day(cell, day);
+        expect(first).toEqual(parseDayHours(cell, day));
+        expect(cache.day(cell, day)).toBe(first);
+        expect(Object.isFrozen(first)).toBe(true);
+        if (first.ok && first.value) {
+          expect(Object.isFrozen(first.value)).toBe(true);
+          expect(first.value.every((e) => Object.isFrozen(e))).toBe(true);
+        }
+      }
+    }
+    const special = '2026-12-24: 09:00-13:00, 2026-12-25: x';
+    expect(cache.specialHours(special)).toEqual(parseSpecialHours(special));
+    expect(cache.specialHours(special)).toBe(cache.specialHours(special));
+  });
+
+  it('keeps weekdays apart: an entry carries the day it was read for', () => {
+    const cache = new HoursCache();
+    const monday = cache.day('x', 1);
+    const tuesday = cache.day('x', 2);
+    expect(monday.ok && monday.value?.[0]?.day).toBe(1);
+    expect(tuesday.ok && tuesday.value?.[0]?.day).toBe(2);
+  });
+
+  it('refuses to let a row change a shared result', () => {
+    const cache = new HoursCache();
+    const result = cache.day('09:00-17:00', 1);
+    if (!result.ok || !result.value) throw new Error('expected hours');
+    const entry = result.value[0]!;
+    expect(() => {
+      entry.open_time = '10:00';
+    }).toThrow(TypeError);
+    expect(() => result.value!.push(entry)).toThrow(TypeError);
+  });
+
+  it('stays correct past its size bound', () => {
+    const cache = new HoursCache();
+    for (let i = 0; i < 2500; i++) {
+      // 1,200 distinct cells, more than one column's memory holds.
+      const cell = `${String(Math.floor(i / 60) % 20).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}-23:00`;
+      expect(cache.day(cell, 4)).toEqual(parseDayHours(cell, 4));
+    }
   });
 });
