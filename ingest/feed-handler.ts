@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database, ImportFeed, ImportOptionsJson } from '../shared/database.js';
 import type { NewIssue } from './import-issues.repository.js';
+import type { LookupColumns } from './table-stats.js';
 
 /**
  * What a feed plugs into the generic import machinery (run-import.ts). The machinery reads the
@@ -25,6 +26,8 @@ export interface FeedHandler<R = unknown> {
   readonly feed: ImportFeed;
   parseOptions(raw: RawImportOptions): ImportOptionsJson;
   lockKey(options: ImportOptionsJson): string;
+  /** The tables and columns its per-batch lookups filter on: kept analysed during a run (table-stats.ts). */
+  readonly lookupColumns: LookupColumns;
   prepare(header: readonly string[], options: ImportOptionsJson): PreparedFeed<R>;
 }
 

@@ -32,6 +32,13 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
   // and each settles the Org's default Location at its end.
   lockKey: () => 'locations',
 
+  // Locations are found by (Org, store code); new labels are checked against the public domains.
+  lookupColumns: {
+    locations: ['org_id', 'code'],
+    addresses: ['id'],
+    location_public_domains: ['slug', 'location_id'],
+  },
+
   prepare(header, options): PreparedFeed<LocationRecord> {
     const columns = matchLocationHeaders(header);
     const normalizeRow = locationRowNormalizer(columns);
@@ -43,6 +50,7 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
         org: options.org,
         domainSuffix: loadConfig().domainSuffix,
         registrationCountry: options.country ?? 'GB',
+        header,
       });
       return loader;
     };
@@ -50,7 +58,11 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
       normalize(fields) {
         const result = normalizeRow(fields);
         if (result.ok)
-          return { ok: true, record: { kind: 'row', row: result.row }, warnings: result.warnings };
+          return {
+            ok: true,
+            record: { kind: 'row', row: result.row, clean: result.warnings.length === 0 },
+            warnings: result.warnings,
+          };
         // A refused row that still names its Location goes on to the loader (see LocationRecord).
         if (result.key) {
           return {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
@@ -25,6 +26,7 @@ import {
   insertLocations,
   type LocationWrite,
   settleDefaults,
+  storeFingerprints,
   takeIds,
   updateAddresses,
   updateLocations,
@@ -43,7 +45,8 @@ import {
  * `--full` run does not close a Location only because this month's row had a typo.
  */
 export type LocationRecord =
-  | { kind: 'row'; row: LocationRow }
+  /** `clean`: the row produced no warnings (only such rows get a fingerprint, see below). */
+  | { kind: 'row'; row: LocationRow; clean: boolean }
   | { kind: 'refused'; issue: RowIssue; code: string; org: OrgRef };
 
 export interface LocationsRunOptions {
@@ -52,7 +55,16 @@ export interface LocationsRunOptions {
   org: string | undefined;
   domainSuffix: string;
   registrationCountry: string;
+  /** The sheet's header cells: part of every row fingerprint (the same cells mean other things under another header). */
+  header: readonly string[];
 }
+
+/**
+ * Bump when normalizing or merging a row would give another result for the same sheet text (a new
+ * column rule, a fix in the hours grammar): stored fingerprints then stop matching and every row is
+ * merged and compared again once.
+ */
+const FINGERPRINT_VERSION = 'locations-1';
 
 interface Write {
   p: Pending;
@@ -71,6 +83,13 @@ interface Pending {
   org: OrgInfo;
   key: string;
   row: LocationRow;
+  /**
+   * Hash of the row's text, its sheet header and FINGERPRINT_VERSION. A stored Location with the same
+   * fingerprint was written from (or found unchanged by) this very row, so it is unchanged without
+   * merging and hashing it again: that is most of the work of a re-import. Null for a row with
+   * warnings, so it is always normalized again and its warnings reported again.
+   */
+  fingerprint: string | null;
 }
 
 const keyOf = (orgId: number, code: string) => `${orgId}:${code}`;
@@ -84,12 +103,20 @@ const slugBase = (org: OrgInfo, city: string | null, name: string) =>
 export class LocationsLoader {
   private fallback: OrgInfo | undefined;
   private readonly read: ReturnType<typeof columnsToRead>;
+  private readonly fingerprintSeed: string;
 
   constructor(
     private readonly columns: LocationColumns,
     private readonly options: LocationsRunOptions,
   ) {
     this.read = columnsToRead(columns);
+    this.fingerprintSeed = createHash('md5')
+      .update(`${FINGERPRINT_VERSION}\0${options.header.join('\0')}`)
+      .digest('base64url');
+  }
+
+  private fingerprintOf(raw: string): string {
+    return createHash('md5').update(this.fingerprintSeed).update(raw).digest('base64url');
   }
 
   private cachedResolver: OrgResolver | undefined;
@@ -147,7 +174,8 @@ export class LocationsLoader {
       }
       const key = keyOf(lookup.org.id, r.record.row.location.code);
       last.delete(key);
-      last.set(key, { line: r.line, raw: r.raw, org: lookup.org, key, row: r.record.row });
+      const fingerprint = r.record.clean ? this.fingerprintOf(r.raw) : null;
+      last.set(key, { line: r.line, raw: r.raw, org: lookup.org, key, row: r.record.row, fingerprint });
     });
     const unique = [...last.values()];
     let duplicates = rows.length - issues.length - unique.length;
@@ -161,11 +189,16 @@ export class LocationsLoader {
 
     const inserts: Write[] = [];
     const updates: Update[] = [];
+    const refreshed: { id: number; fingerprint: string }[] = [];
     let unchanged = 0;
     for (const p of unique) {
       const repeat = !firstSeen.has(p.key);
       if (repeat) duplicates++;
       const e = byKey.get(p.key);
+      if (e && e.closed_date === null && p.fingerprint !== null && e.source_fingerprint === p.fingerprint) {
+        if (!repeat) unchanged++;
+        continue;
+      }
       const content = mergeLocation(p.row.location, e?.stored);
       const address = mergeAddress(p.row.address, e?.storedAddress);
       const { encoded, hash } = encodeLocation(content);
@@ -173,6 +206,9 @@ export class LocationsLoader {
       const addressChanged = e === undefined || e.address_id === null || e.address_hash !== addrHash;
       if (e && e.content_hash === hash && !addressChanged && e.closed_date === null) {
         if (!repeat) unchanged++;
+        if (p.fingerprint !== null && e.source_fingerprint !== p.fingerprint) {
+          refreshed.push({ id: e.id, fingerprint: p.fingerprint });
+        }
         continue;
       }
       const cc = e?.domain_cc ?? address.country_code.toLowerCase();
@@ -190,6 +226,7 @@ export class LocationsLoader {
           content,
           encoded,
           hash,
+          fingerprint: p.fingerprint,
           // A Location the run already wrote (a repeated key) is not bumped a second time.
           bump: e === undefined || e.last_run_id !== runId,
         },
@@ -199,6 +236,7 @@ export class LocationsLoader {
     }
     await this.writeInserts(trx, inserts);
     await this.writeUpdates(trx, updates);
+    await storeFingerprints(trx, refreshed);
 
     const changedOrgIds = [...new Set([...inserts, ...updates].map((x) => x.p.org.id))];
     const counted = (xs: { p: Pending }[]) => xs.filter((x) => firstSeen.has(x.p.key)).length;

@@ -20,6 +20,13 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
   // One register at a time: two imports of the same register would race on the same companies.
   lockKey: (options) => `registrar:${options.country ?? 'GB'}`,
 
+  // Orgs are found by company number; new labels are checked against the public domains.
+  lookupColumns: {
+    orgs: ['registration_country', 'registration_number'],
+    addresses: ['id'],
+    org_public_domains: ['slug', 'org_id'],
+  },
+
   prepare(header, options: ImportOptionsJson): PreparedFeed<RegistrarRecord> {
     const index = mapRegistrarHeader(header);
     const country = options.country ?? 'GB';

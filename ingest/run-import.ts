@@ -17,7 +17,7 @@ import {
   recordBatch,
 } from './import-runs.repository.js';
 import { openSource, SourceError } from './source.js';
-import { analyzeFeedTables, StatsKeeper } from './table-stats.js';
+import { StatsKeeper } from './table-stats.js';
 
 /**
  * Runs one import_runs row from start (or from its checkpoint) to the end. This is what the queue
@@ -164,9 +164,11 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
     const skip = run.checkpoint_rows;
     let seen = 0;
     let current = run;
-    const stats = new StatsKeeper(db);
+    const stats = new StatsKeeper(db, handler.lookupColumns);
     // Read ahead: the next batch is read, parsed and normalized (JavaScript work) while this one's
-    // transaction keeps Postgres busy, so the two run side by side on separate cores.
+    // transaction keeps Postgres busy, so the two run side by side on separate cores. Normalizing
+    // yields to the event loop every few hundred rows (normalizeBatch), so each of this batch's
+    // statements is sent as soon as the previous one answers instead of after the whole next batch.
     const prepareNext = async () => {
       const step = await csv.batches.next();
       if (step.done) return null;
@@ -174,7 +176,7 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
       seen += step.value.length;
       if (seen <= skip) return { checkpoint: seen, records: [], rows: [], issues: [] };
       const records = start < skip ? step.value.slice(skip - start) : step.value;
-      return { checkpoint: seen, records, ...normalizeBatch(prepared, records, csv.header.length) };
+      return { checkpoint: seen, records, ...(await normalizeBatch(prepared, records, csv.header.length)) };
     };
     const readAhead = () => {
       const p = prepareNext();
@@ -217,7 +219,7 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
       const outcome = await prepared.finish(trx, { ...ctx, acceptedRows });
       return { outcome, run: await markSucceeded(trx, run.id, outcome.closed, source.bytesRead()) };
     });
-    if (current.inserted + current.updated > 0) await analyzeFeedTables(db);
+    if (current.inserted + current.updated > 0) await stats.afterRun();
     if (finished.outcome.changedOrgIds.length > 0)
       await deps.onBatchCommitted?.(finished.outcome.changedOrgIds);
     await deps.onProgress?.(progressOf(finished.run));
@@ -228,10 +230,16 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
   }
 }
 
-function normalizeBatch<R>(prepared: PreparedFeed<R>, records: readonly CsvRecord[], columns: number) {
+/** Rows normalized between two yields to the event loop (a few milliseconds of work). */
+const NORMALIZE_SLICE = 250;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+async function normalizeBatch<R>(prepared: PreparedFeed<R>, records: readonly CsvRecord[], columns: number) {
   const rows: BatchRow<R>[] = [];
   const issues: NewIssue[] = [];
-  for (const rec of records) {
+  for (let i = 0; i < records.length; i++) {
+    if (i > 0 && i % NORMALIZE_SLICE === 0) await yieldToEventLoop();
+    const rec = records[i]!;
     const reject = (column: string | null, reason: string) =>
       issues.push({ severity: 'rejected', line: rec.line, column, reason, raw: rec.raw });
     if (rec.error) {

@@ -129,6 +129,8 @@ export interface LocationsTable {
   labels: string[] | null;
   logo_url: string | null;
   content_hash: string;
+  /** The sheet row this Location was last written from or found unchanged by (see the loader). */
+  source_fingerprint: string | null;
   version_number: Generated<number>;
   updated: Timestamp;
   created_at: Timestamp;

@@ -11,6 +11,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './database.js';
+import { answerClientMarker } from './pg-copy.js';
 
 // Types that match runtime (see database.ts): ids and counters are int8 but stay far below 2^53;
 // dates stay 'YYYY-MM-DD' strings so no time zone can shift them.
@@ -49,6 +50,8 @@ export function createDb(connectionString: string, options: DbOptions = {}): DbH
   pool.on('error', () => {});
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    // Lets bulk writers reach a transaction's client for COPY (see pg-copy.ts).
+    answerClientMarker(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {

@@ -408,6 +408,60 @@ describe('bad files', () => {
   });
 });
 
+describe('row fingerprints (re-import fast path)', () => {
+  const HEADER = 'Store code,Business name,Address line 1,Locality,Country / Region,Website';
+  const fingerprintOf = async (code: string) =>
+    await t.db
+      .selectFrom('locations')
+      .select(['source_fingerprint', 'version_number', 'updated'])
+      .where('code', '=', code)
+      .executeTakeFirstOrThrow();
+
+  it('takes a re-quoted row with the same content as unchanged, storing its fingerprint without a bump', async () => {
+    const plain = await tempSheet(
+      `${HEADER}\r\nFP-1,Fingerprint Foods,1 Mill Lane,York,GB,https://fp.example\r\n`,
+    );
+    expect(await importFeed(t.db, 'locations', plain)).toMatchObject({ inserted: 1 });
+    const first = await fingerprintOf('FP-1');
+    expect(first.source_fingerprint).toMatch(/^[\w-]{22}$/);
+
+    const quoted = await tempSheet(
+      `${HEADER}\r\n"FP-1","Fingerprint Foods","1 Mill Lane",York,GB,https://fp.example\r\n`,
+    );
+    expect(await importFeed(t.db, 'locations', quoted)).toMatchObject({ unchanged: 1, updated: 0 });
+    const second = await fingerprintOf('FP-1');
+    expect(second).toMatchObject({ version_number: 1, updated: first.updated });
+    expect(second.source_fingerprint).not.toBe(first.source_fingerprint);
+  });
+
+  it('trusts a matching fingerprint without merging, and merges again when the row text differs', async () => {
+    // Spoil the stored content hash: only the fingerprint can then tell that the row is unchanged.
+    await sql`update locations set content_hash = 'spoiled' where code = 'FP-1'`.execute(t.db);
+    const quoted = await tempSheet(
+      `${HEADER}\r\n"FP-1","Fingerprint Foods","1 Mill Lane",York,GB,https://fp.example\r\n`,
+    );
+    expect(await importFeed(t.db, 'locations', quoted)).toMatchObject({ unchanged: 1, updated: 0 });
+    expect(await fingerprintOf('FP-1')).toMatchObject({ version_number: 1 });
+
+    // Another spelling of the same row is merged and hashed, and the spoiled hash shows as a change.
+    const plain = await tempSheet(
+      `${HEADER}\r\nFP-1,Fingerprint Foods,1 Mill Lane,York,GB,https://fp.example\r\n`,
+    );
+    expect(await importFeed(t.db, 'locations', plain)).toMatchObject({ unchanged: 0, updated: 1 });
+    expect(await fingerprintOf('FP-1')).toMatchObject({ version_number: 2 });
+  });
+
+  it('keeps no fingerprint for a row with warnings, so its warnings come again on every import', async () => {
+    const sheet = await tempSheet(
+      `${HEADER}\r\nFP-2,Fingerprint Foods,2 Mill Lane,York,GB,not a web address\r\n`,
+    );
+    expect(await importFeed(t.db, 'locations', sheet)).toMatchObject({ inserted: 1, warnings: 1 });
+    expect((await fingerprintOf('FP-2')).source_fingerprint).toBeNull();
+    expect(await importFeed(t.db, 'locations', sheet)).toMatchObject({ unchanged: 1, warnings: 1 });
+    expect((await fingerprintOf('FP-2')).source_fingerprint).toBeNull();
+  });
+});
+
 async function tempSheet(csv: string): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
   const file = path.join(dir, 'sheet.csv');
