@@ -110,6 +110,43 @@ describe('CSV reading', () => {
   });
 });
 
+describe('CSV reading of large chunks', () => {
+  it('gives the same records whether the text comes in one chunk or byte by byte', async () => {
+    const rows = Array.from({ length: 30 }, (_, i) => `"${i}","two\r\nlines ""q""",x${i}`);
+    const text = ['a,b,c', ...rows, '', '"bad"x,y,z', 'last,row,here'].join('\r\n');
+    const read = async (chunk: number) => {
+      const csv = await openCsv(streamOf(text, chunk), { batchSize: 7 });
+      const records: CsvRecord[] = [];
+      for await (const b of csv.batches) records.push(...b);
+      return records;
+    };
+    const whole = await read(1 << 20);
+    expect(whole).toEqual(await read(1));
+    expect(whole).toHaveLength(32);
+    expect(whole[1]).toEqual({
+      line: 4,
+      raw: '"1","two\r\nlines ""q""",x1',
+      fields: ['1', 'two\r\nlines "q"', 'x1'],
+    });
+    // A record without a problem has no `error` key at all.
+    expect(Object.keys(whole[1]!)).toEqual(['line', 'raw', 'fields']);
+    expect(whole[30]).toMatchObject({ line: 63, error: expect.stringMatching(/malformed quoting/) });
+    expect(whole[31]).toEqual({ line: 64, raw: 'last,row,here', fields: ['last', 'row', 'here'] });
+  });
+
+  it('delivers the whole batches before an endless line, then fails', async () => {
+    const text = `h\n1\n2\n3\n4\n5\n${'A'.repeat(300)}`;
+    const csv = await openCsv(Readable.from([Buffer.from(text)]), { batchSize: 2, maxRecordChars: 100 });
+    const sizes: number[] = [];
+    await expect(
+      (async () => {
+        for await (const b of csv.batches) sizes.push(b.length);
+      })(),
+    ).rejects.toThrow(/line 7 is too long/);
+    expect(sizes).toEqual([2, 2]);
+  });
+});
+
 describe('CSV reading of non-text input', () => {
   it('stops at an endless line instead of buffering it', async () => {
     const endless = Readable.from(
