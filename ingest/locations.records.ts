@@ -223,6 +223,40 @@ export function pgTextArray(items: readonly string[] | null): string | null {
   return `${out}}`;
 }
 
+/**
+ * JSON text of hours entries, remembered per entry object. The parser shares one frozen entry among
+ * all rows whose cell has the same text (HoursCache), so most rows' dozen entries cost a lookup each
+ * instead of a JSON.stringify each. Only frozen entries are remembered: their text cannot go stale.
+ */
+const entryTexts = new WeakMap<HoursEntryJson, string>();
+
+function entryJson(e: HoursEntryJson): string {
+  let text = entryTexts.get(e);
+  if (text === undefined) {
+    text = JSON.stringify(e);
+    if (Object.isFrozen(e)) entryTexts.set(e, text);
+  }
+  return text;
+}
+
+function entriesJson(entries: readonly HoursEntryJson[] | null): string {
+  if (entries === null) return 'null';
+  let out = '[';
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0) out += ',';
+    out += entryJson(entries[i]!);
+  }
+  return `${out}]`;
+}
+
+/** Exactly JSON.stringify(hours) for Hours as mergeHours builds them (these four keys, in this order). */
+function hoursJson(h: Hours): string {
+  return (
+    `{"normal":${entriesJson(h.normal)},"special":${entriesJson(h.special)},` +
+    `"message":${JSON.stringify(h.message)},"special_message":${JSON.stringify(h.special_message)}}`
+  );
+}
+
 /** The nested parts of a Location as the text the writer sends (jsonb and text[] casts). */
 export interface EncodedLocation {
   phones: string;
@@ -240,7 +274,7 @@ export interface EncodedLocation {
 export function encodeLocation(c: LocationContent): { encoded: EncodedLocation; hash: string } {
   const encoded: EncodedLocation = {
     phones: JSON.stringify(c.phones),
-    hours: JSON.stringify(c.hours),
+    hours: hoursJson(c.hours),
     links: JSON.stringify(c.links),
     categories: pgTextArray(c.categories),
     labels: pgTextArray(c.labels),

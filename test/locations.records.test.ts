@@ -9,7 +9,9 @@ import {
   type LocationContent,
   mergeAddress,
   mergeLocation,
+  type StoredLocation,
 } from '../ingest/locations.records.js';
+import type { HoursEntryJson } from '../shared/database.js';
 
 /**
  * Content hashes and encoded texts are stored in Postgres. If any of them changed for the same
@@ -219,5 +221,51 @@ describe('stored content hashes of sheet rows (normalize, merge, encode)', () =>
       ['k9jMCr1oVg1Jh_EfxXzpKA', 'lFZfY4aDd4CEcVn06R4F4w'],
       ['m14SXM_hq05qQ4U7aaSpGw', 'vK_lkvXdOoXRcIfrND6s4g'],
     ]);
+  });
+});
+
+describe('encoding shortcuts give the exact JSON text', () => {
+  const parsed = Papa.parse<string[]>(SHEET.join('\n'), { skipEmptyLines: true });
+  const [header, ...rows] = parsed.data;
+  const columns = matchLocationHeaders(header!);
+
+  it('encodes hours (shared parser entries, remembered texts) as JSON.stringify does, every time', () => {
+    for (let round = 0; round < 2; round++) {
+      for (const cells of rows) {
+        const result = normalizeLocationRow(cells, columns);
+        if (!result.ok) throw new Error(result.issue.reason);
+        const content = mergeLocation(result.row.location, undefined);
+        const { encoded } = encodeLocation(content);
+        expect(encoded.hours).toBe(JSON.stringify(content.hours));
+        expect(encoded.phones).toBe(JSON.stringify(content.phones));
+        expect(encoded.links).toBe(JSON.stringify(content.links));
+      }
+    }
+  });
+
+  it('hashes stored hours read back from jsonb (other key order) like the ones written', () => {
+    const result = normalizeLocationRow(rows[0]!, columns);
+    if (!result.ok) throw new Error(result.issue.reason);
+    const written = mergeLocation(result.row.location, undefined);
+    // jsonb hands keys back sorted by length, then bytes.
+    const reordered = (e: HoursEntryJson) =>
+      Object.fromEntries(
+        Object.entries(e).sort(([a], [b]) => a.length - b.length || (a < b ? -1 : 1)),
+      ) as unknown as HoursEntryJson;
+    const stored: StoredLocation = {
+      hours: {
+        special_message: null,
+        message: null,
+        special: written.hours.special!.map(reordered),
+        normal: written.hours.normal!.map(reordered),
+      },
+    };
+    const { normal: _normal, special: _special, ...rest } = result.row.location;
+    const patch = {
+      ...rest,
+      normal: [undefined, undefined, undefined, undefined, undefined, undefined, undefined],
+    };
+    const merged = mergeLocation(patch, stored);
+    expect(encodeLocation(merged)).toEqual(encodeLocation(written));
   });
 });
