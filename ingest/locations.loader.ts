@@ -21,10 +21,11 @@ import {
   type AddressWrite,
   closeMissing,
   type ExistingLocation,
-  findLocations,
+  findLocationStates,
   insertAddresses,
   insertLocations,
   type LocationWrite,
+  readLocations,
   settleDefaults,
   storeFingerprints,
   takeIds,
@@ -180,9 +181,30 @@ export class LocationsLoader {
     const unique = [...last.values()];
     let duplicates = rows.length - issues.length - unique.length;
     const firstSeen = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
-    const existing = await findLocations(
+    const states = await findLocationStates(
       trx,
       unique.map((p) => ({ orgId: p.org.id, code: p.row.location.code })),
+    );
+    const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
+
+    // First the rows whose stored Location came from this very row text: unchanged, nothing to merge.
+    const repeats = new Set<Pending>();
+    const toMerge: Pending[] = [];
+    let unchanged = 0;
+    for (const p of unique) {
+      const repeat = !firstSeen.has(p.key);
+      if (repeat) {
+        duplicates++;
+        repeats.add(p);
+      }
+      const e = stateByKey.get(p.key);
+      if (e && e.closed_date === null && p.fingerprint !== null && e.source_fingerprint === p.fingerprint) {
+        if (!repeat) unchanged++;
+      } else toMerge.push(p);
+    }
+    const existing = await readLocations(
+      trx,
+      toMerge.flatMap((p) => stateByKey.get(p.key) ?? []),
       this.read,
     );
     const byKey = new Map(existing.map((e) => [keyOf(e.org_id, e.code), e]));
@@ -190,15 +212,9 @@ export class LocationsLoader {
     const inserts: Write[] = [];
     const updates: Update[] = [];
     const refreshed: { id: number; fingerprint: string }[] = [];
-    let unchanged = 0;
-    for (const p of unique) {
-      const repeat = !firstSeen.has(p.key);
-      if (repeat) duplicates++;
+    for (const p of toMerge) {
+      const repeat = repeats.has(p);
       const e = byKey.get(p.key);
-      if (e && e.closed_date === null && p.fingerprint !== null && e.source_fingerprint === p.fingerprint) {
-        if (!repeat) unchanged++;
-        continue;
-      }
       const content = mergeLocation(p.row.location, e?.stored);
       const address = mergeAddress(p.row.address, e?.storedAddress);
       const { encoded, hash } = encodeLocation(content);

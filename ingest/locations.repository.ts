@@ -17,15 +17,20 @@ import type {
 
 type Trx = Transaction<Database>;
 
-export interface ExistingLocation {
+/** What a sheet row first needs of its stored Location: enough to see that it is unchanged. */
+export interface LocationState {
   id: number;
   org_id: number;
   code: string;
-  domain_cc: string;
-  content_hash: string;
   source_fingerprint: string | null;
   closed_date: string | null;
   last_run_id: number | null;
+}
+
+/** A stored Location about to be merged with a sheet row (see readLocations). */
+export interface ExistingLocation extends LocationState {
+  domain_cc: string;
+  content_hash: string;
   public_slug: string;
   address_id: number | null;
   address_hash: string | null;
@@ -33,37 +38,48 @@ export interface ExistingLocation {
   storedAddress: StoredAddress;
 }
 
-/** Existing Locations for (org, code) keys, with the stored columns a partial sheet needs. */
-export async function findLocations(
+/**
+ * The stored Locations for (org, code) keys, slim: in a re-import most rows match their
+ * fingerprint and need nothing more, and every column read back costs parsing in the client.
+ */
+export async function findLocationStates(
   trx: Trx,
   keys: { orgId: number; code: string }[],
+): Promise<LocationState[]> {
+  if (keys.length === 0) return [];
+  const { rows } = await sql<LocationState>`
+    select l.id, l.org_id, l.code, l.source_fingerprint, l.closed_date, l.last_run_id
+    from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
+    join locations l on l.org_id = k.org_id and l.code = k.code`.execute(trx);
+  return rows;
+}
+
+/** The rest of those Locations that rows must be merged with, including the stored columns a partial sheet leaves. */
+export async function readLocations(
+  trx: Trx,
+  states: readonly LocationState[],
   read: { location: readonly (keyof StoredLocation)[]; address: readonly (keyof StoredAddress)[] },
 ): Promise<ExistingLocation[]> {
-  if (keys.length === 0) return [];
+  if (states.length === 0) return [];
   const extra = [
     ...read.location.map((c) => sql`l.${sql.ref(c)} as ${sql.ref(`l_${c}`)}`),
     ...read.address.map((c) => sql`a.${sql.ref(c)} as ${sql.ref(`a_${c}`)}`),
   ];
   const { rows } = await sql<Record<string, unknown>>`
-    select l.id, l.org_id, l.code, l.domain_cc, l.content_hash, l.source_fingerprint, l.closed_date, l.last_run_id, l.public_slug, l.address_id,
+    select l.id, l.domain_cc, l.content_hash, l.public_slug, l.address_id,
       a.content_hash as address_hash ${extra.length > 0 ? sql`, ${sql.join(extra)}` : sql``}
-    from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
-    join locations l on l.org_id = k.org_id and l.code = k.code
-    left join addresses a on a.id = l.address_id`.execute(trx);
+    from locations l left join addresses a on a.id = l.address_id
+    where l.id = any(${states.map((s) => s.id)}::bigint[])`.execute(trx);
+  const stateById = new Map(states.map((s) => [s.id, s]));
   return rows.map((r) => {
     const stored: Record<string, unknown> = {};
     for (const c of read.location) stored[c] = r[`l_${c}`];
     const storedAddress: Record<string, unknown> = {};
     for (const c of read.address) storedAddress[c] = r[`a_${c}`];
     return {
-      id: r.id as number,
-      org_id: r.org_id as number,
-      code: r.code as string,
+      ...stateById.get(r.id as number)!,
       domain_cc: r.domain_cc as string,
-      last_run_id: r.last_run_id as number | null,
       content_hash: r.content_hash as string,
-      source_fingerprint: r.source_fingerprint as string | null,
-      closed_date: r.closed_date as string | null,
       public_slug: r.public_slug as string,
       address_id: r.address_id as number | null,
       address_hash: r.address_hash as string | null,

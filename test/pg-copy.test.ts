@@ -36,7 +36,7 @@ describe('copyInto', () => {
     await t.db.transaction().execute(async (trx) => {
       const client = await clientOf(trx);
       const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
-      expect(client.processID).toBe(rows[0]!.pid);
+      expect((client as unknown as { processID: number }).processID).toBe(rows[0]!.pid);
     });
   });
 
