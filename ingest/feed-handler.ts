@@ -39,7 +39,7 @@ export interface RawImportOptions {
 }
 
 export interface PreparedFeed<R> {
-  normalize(fields: readonly string[], line: number): NormalizedRow<R>;
+  normalize(fields: readonly string[], line: number, raw: string): NormalizedRow<R>;
   loadBatch(
     trx: Transaction<Database>,
     rows: readonly BatchRow<R>[],

@@ -4,7 +4,6 @@ import type { ImportOptionsJson } from '../shared/database.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
 import { matchLocationHeaders } from './locations.headers.js';
 import { type LocationRecord, LocationsLoader } from './locations.loader.js';
-import { locationRowNormalizer } from './locations.normalize.js';
 
 /** The location feed: business-profile bulk-upload sheets (FEEDS.md section 2). */
 export const locationsFeed: FeedHandler<LocationRecord> = {
@@ -40,41 +39,17 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
   },
 
   prepare(header, options): PreparedFeed<LocationRecord> {
-    const columns = matchLocationHeaders(header);
-    const normalizeRow = locationRowNormalizer(columns);
-    let loader: LocationsLoader | undefined;
-    const loaderFor = (runId: number) => {
-      loader ??= new LocationsLoader(columns, {
-        runId,
-        full: options.full === true,
-        org: options.org,
-        domainSuffix: loadConfig().domainSuffix,
-        registrationCountry: options.country ?? 'GB',
-        header,
-      });
-      return loader;
-    };
+    const loader = new LocationsLoader(matchLocationHeaders(header), {
+      full: options.full === true,
+      org: options.org,
+      domainSuffix: loadConfig().domainSuffix,
+      registrationCountry: options.country ?? 'GB',
+      header,
+    });
     return {
-      normalize(fields) {
-        const result = normalizeRow(fields);
-        if (result.ok)
-          return {
-            ok: true,
-            record: { kind: 'row', row: result.row, clean: result.warnings.length === 0 },
-            warnings: result.warnings,
-          };
-        // A refused row that still names its Location goes on to the loader (see LocationRecord).
-        if (result.key) {
-          return {
-            ok: true,
-            record: { kind: 'refused', issue: result.issue, code: result.key.code, org: result.key.org },
-            warnings: [],
-          };
-        }
-        return { ok: false, reject: result.issue, warnings: [] };
-      },
-      loadBatch: (trx, rows, ctx) => loaderFor(ctx.runId).loadBatch(trx, rows),
-      finish: (trx, ctx) => loaderFor(ctx.runId).finish(trx),
+      normalize: (fields, _line, raw) => loader.prepareRow(fields, raw),
+      loadBatch: (trx, rows, ctx) => loader.loadBatch(trx, rows, ctx.runId),
+      finish: (trx, ctx) => loader.finish(trx, ctx.runId),
     };
   },
 };

@@ -4,16 +4,20 @@ import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
 import { FeedFormatError } from '../shared/errors.js';
 import { allocateSlugs, recordSlugs } from '../shared/public-domains.js';
-import type { BatchOutcome, BatchRow, FinishOutcome, RowIssue } from './feed-handler.js';
+import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow, RowIssue } from './feed-handler.js';
 import type { NewIssue } from './import-issues.repository.js';
 import { deleteRunKeys, recordRunKeys } from './import-run-keys.repository.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
-import type { LocationRow, OrgRef } from './locations.normalize.js';
+import { locationKeyReader } from './locations.key.js';
+import { type LocationRow, locationRowNormalizer, type OrgRef } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import {
+  type AddressContent,
   columnsToRead,
   contentHash,
+  type EncodedLocation,
   encodeLocation,
+  type LocationContent,
   mergeAddress,
   mergeLocation,
 } from './locations.records.js';
@@ -41,17 +45,37 @@ import {
  */
 
 /**
- * What normalize hands over. A row refused for its content (bad hours, no name) still names its
- * Location, so it travels on to the loader as `refused`: the loader records its key, so that a
- * `--full` run does not close a Location only because this month's row had a typo.
+ * A row merged into the canonical Location and Address and hashed: what is compared with the stored
+ * Location and written. Merged ahead (in the read-ahead, while Postgres is busy with the previous
+ * batch) when the sheet has every column, since the stored values then play no part in the merge.
+ */
+export interface MergedRow {
+  content: LocationContent;
+  encoded: EncodedLocation;
+  hash: string;
+  address: AddressContent;
+  addrHash: string;
+}
+
+/**
+ * What the read-ahead hands over (LocationsLoader.prepareRow):
+ * - `row`: normalized, and merged too when that does not need the stored Location;
+ * - `keyed`: only the cells that name the Location were read (see `eager`); the rest is normalized
+ *   in the batch, and only if the row's fingerprint does not match the stored Location's;
+ * - `refused`: refused for its content (bad hours, no name) but still naming its Location, so the
+ *   loader records its key and a `--full` run does not close a Location for a typo in this sheet.
+ *
+ * `fingerprint`: a hash of the row's text, its sheet header and FINGERPRINT_VERSION. A stored
+ * Location with the same fingerprint was written from (or found unchanged by) this very row, so it is
+ * unchanged without merging and hashing it again: that is most of the work of a re-import. A row
+ * that has warnings keeps none (null), so it is normalized again and its warnings come again.
  */
 export type LocationRecord =
-  /** `clean`: the row produced no warnings (only such rows get a fingerprint, see below). */
-  | { kind: 'row'; row: LocationRow; clean: boolean }
+  | { kind: 'row'; row: LocationRow; fingerprint: string | null; merged: MergedRow | null }
+  | { kind: 'keyed'; fields: readonly string[]; code: string; org: OrgRef; fingerprint: string }
   | { kind: 'refused'; issue: RowIssue; code: string; org: OrgRef };
 
 export interface LocationsRunOptions {
-  runId: number;
   full: boolean;
   org: string | undefined;
   domainSuffix: string;
@@ -78,19 +102,19 @@ interface Update extends Write {
   addressChanged: boolean;
 }
 
+/** A row that names a Location of a known Org, on its way through loadBatch. */
 interface Pending {
   line: number;
   raw: string;
   org: OrgInfo;
   key: string;
-  row: LocationRow;
-  /**
-   * Hash of the row's text, its sheet header and FINGERPRINT_VERSION. A stored Location with the same
-   * fingerprint was written from (or found unchanged by) this very row, so it is unchanged without
-   * merging and hashing it again: that is most of the work of a re-import. Null for a row with
-   * warnings, so it is always normalized again and its warnings reported again.
-   */
-  fingerprint: string | null;
+  code: string;
+  record: Extract<LocationRecord, { kind: 'row' | 'keyed' }>;
+}
+
+/** A Pending whose row has been normalized. */
+interface Loaded extends Pending {
+  record: Extract<LocationRecord, { kind: 'row' }>;
 }
 
 const keyOf = (orgId: number, code: string) => `${orgId}:${code}`;
@@ -104,20 +128,73 @@ const slugBase = (org: OrgInfo, city: string | null, name: string) =>
 export class LocationsLoader {
   private fallback: OrgInfo | undefined;
   private readonly read: ReturnType<typeof columnsToRead>;
+  /** The sheet has every column the merge could take from the stored Location (see MergedRow). */
+  private readonly fullSheet: boolean;
   private readonly fingerprintSeed: string;
+  private readonly normalizeRow: ReturnType<typeof locationRowNormalizer>;
+  private readonly readKey: ReturnType<typeof locationKeyReader>;
+  /**
+   * Whether the read-ahead normalizes (and merges) every row, or reads only its key. It follows the
+   * last batch: while most rows are written (a first import) the work is done ahead, in parallel with
+   * Postgres; once most rows turn out unchanged (a re-import), it is not done at all for them.
+   */
+  private eager = true;
 
   constructor(
     private readonly columns: LocationColumns,
     private readonly options: LocationsRunOptions,
   ) {
     this.read = columnsToRead(columns);
+    this.fullSheet = this.read.location.length === 0 && this.read.address.length === 0;
     this.fingerprintSeed = createHash('md5')
       .update(`${FINGERPRINT_VERSION}\0${options.header.join('\0')}`)
       .digest('base64url');
+    this.normalizeRow = locationRowNormalizer(columns);
+    this.readKey = locationKeyReader(columns);
   }
 
   private fingerprintOf(raw: string): string {
     return createHash('md5').update(this.fingerprintSeed).update(raw).digest('base64url');
+  }
+
+  /** The read-ahead's part (pure, no database): see LocationRecord. */
+  prepareRow(fields: readonly string[], raw: string): NormalizedRow<LocationRecord> {
+    const fingerprint = this.fingerprintOf(raw);
+    if (!this.eager) {
+      const key = this.readKey(fields);
+      if (key) return { ok: true, record: { kind: 'keyed', fields, fingerprint, ...key }, warnings: [] };
+    }
+    return this.normalize(fields, fingerprint, this.eager && this.fullSheet);
+  }
+
+  private normalize(
+    fields: readonly string[],
+    fingerprint: string,
+    mergeAhead: boolean,
+  ): NormalizedRow<LocationRecord> {
+    const result = this.normalizeRow(fields);
+    if (result.ok) {
+      const { row, warnings } = result;
+      const clean = warnings.length === 0;
+      const merged = mergeAhead ? this.merge(row, undefined) : null;
+      return {
+        ok: true,
+        record: { kind: 'row', row, fingerprint: clean ? fingerprint : null, merged },
+        warnings,
+      };
+    }
+    if (result.key) {
+      const { code, org } = result.key;
+      return { ok: true, record: { kind: 'refused', issue: result.issue, code, org }, warnings: [] };
+    }
+    return { ok: false, reject: result.issue, warnings: [] };
+  }
+
+  private merge(row: LocationRow, e: ExistingLocation | undefined): MergedRow {
+    const content = mergeLocation(row.location, e?.stored);
+    const address = mergeAddress(row.address, e?.storedAddress);
+    const { encoded, hash } = encodeLocation(content);
+    return { content, encoded, hash, address, addrHash: contentHash(address) };
   }
 
   private cachedResolver: OrgResolver | undefined;
@@ -146,50 +223,120 @@ export class LocationsLoader {
   async loadBatch(
     trx: Transaction<Database>,
     rows: readonly BatchRow<LocationRecord>[],
+    runId: number,
   ): Promise<BatchOutcome> {
-    const { runId } = this.options;
     const resolver = await this.orgs(trx);
-    const refs = rows.map((r) => (r.record.kind === 'row' ? r.record.row.org : r.record.org));
-    const found = await resolver.resolve(
-      trx,
-      refs,
-      rows.map((r) => r.record.kind === 'row'),
-    );
-
     const issues: NewIssue[] = [];
     const refusedKeys: string[] = [];
-    // Duplicate keys inside the batch: the later row wins (as for the register).
-    const last = new Map<string, Pending>();
+    const candidates: Pending[] = [];
+    const refuse = (r: { line: number; raw: string }, issue: RowIssue) =>
+      issues.push({ severity: 'rejected', line: r.line, raw: r.raw, ...issue });
+    const warn = (r: { line: number; raw: string }, warnings: readonly RowIssue[]) => {
+      for (const w of warnings) issues.push({ severity: 'warning', line: r.line, raw: r.raw, ...w });
+    };
+    // A keyed row is normalized here when its fingerprint cannot settle it; it may turn out refused.
+    const normalizeKeyed = (
+      r: { line: number; raw: string },
+      record: Extract<LocationRecord, { kind: 'keyed' }>,
+    ) => {
+      const result = this.normalize(record.fields, record.fingerprint, false);
+      if (!result.ok) {
+        refuse(r, result.reject);
+        return null;
+      }
+      warn(r, result.warnings);
+      return result.record;
+    };
+
+    // Which Org each row names. Only rows that will load may create a by-name Org, so a refused row
+    // never leaves an empty Org behind: a keyed row whose Org is missing is normalized first.
+    const records = rows.map((r) => r.record);
+    const refOf = (x: LocationRecord) => (x.kind === 'row' ? x.row.org : x.org);
+    const found = await resolver.resolve(
+      trx,
+      records.map(refOf),
+      records.map((x) => x.kind === 'row'),
+    );
+    const retry: number[] = [];
+    const dropped = new Set<number>();
     rows.forEach((r, i) => {
+      const x = records[i]!;
+      if (x.kind !== 'keyed' || found[i]!.ok) return;
+      const normalized = normalizeKeyed(r, x);
+      if (normalized === null) dropped.add(i);
+      else {
+        records[i] = normalized;
+        if (normalized.kind === 'row') retry.push(i);
+      }
+    });
+    if (retry.length > 0) {
+      const again = await resolver.resolve(
+        trx,
+        retry.map((i) => refOf(records[i]!)),
+        retry.map(() => true),
+      );
+      retry.forEach((i, k) => {
+        found[i] = again[k]!;
+      });
+    }
+
+    rows.forEach((r, i) => {
+      if (dropped.has(i)) return;
+      const x = records[i]!;
       const lookup = found[i]!;
-      const reject = (issue: RowIssue) =>
-        issues.push({ severity: 'rejected', line: r.line, raw: r.raw, ...issue });
-      if (r.record.kind === 'refused') {
-        reject(r.record.issue);
-        if (lookup.ok) refusedKeys.push(keyOf(lookup.org.id, r.record.code));
+      if (x.kind === 'refused') {
+        refuse(r, x.issue);
+        if (lookup.ok) refusedKeys.push(keyOf(lookup.org.id, x.code));
         return;
       }
       if (!lookup.ok) {
-        reject({ column: this.label(lookup.field), reason: lookup.reason });
+        refuse(r, { column: this.label(lookup.field), reason: lookup.reason });
         return;
       }
-      const key = keyOf(lookup.org.id, r.record.row.location.code);
-      last.delete(key);
-      const fingerprint = r.record.clean ? this.fingerprintOf(r.raw) : null;
-      last.set(key, { line: r.line, raw: r.raw, org: lookup.org, key, row: r.record.row, fingerprint });
+      const code = x.kind === 'row' ? x.row.location.code : x.code;
+      candidates.push({
+        line: r.line,
+        raw: r.raw,
+        org: lookup.org,
+        key: keyOf(lookup.org.id, code),
+        code,
+        record: x,
+      });
     });
-    const unique = [...last.values()];
-    let duplicates = rows.length - issues.length - unique.length;
-    const firstSeen = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
-    const states = await findLocationStates(
-      trx,
-      unique.map((p) => ({ orgId: p.org.id, code: p.row.location.code })),
-    );
-    const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
 
-    // First the rows whose stored Location came from this very row text: unchanged, nothing to merge.
+    const states = await findLocationStates(trx, [
+      ...new Map(candidates.map((p) => [p.key, { orgId: p.org.id, code: p.code }])).values(),
+    ]);
+    const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
+    /** The stored Location came from this very row text, and is open: unchanged, nothing to merge. */
+    const settled = (p: Pending) => {
+      const e = stateByKey.get(p.key);
+      return e !== undefined && e.closed_date === null && p.record.fingerprint === e.source_fingerprint;
+    };
+
+    // Keyed rows that their fingerprint does not settle are normalized now. Then duplicate keys inside
+    // the batch: the later row wins (as for the register).
+    const last = new Map<string, Pending>();
+    let duplicates = 0;
+    for (const p of candidates) {
+      if (p.record.kind === 'keyed' && !settled(p)) {
+        const normalized = normalizeKeyed(p, p.record);
+        if (normalized === null) continue;
+        if (normalized.kind === 'refused') {
+          refuse(p, normalized.issue);
+          refusedKeys.push(p.key);
+          continue;
+        }
+        p.record = normalized;
+      }
+      if (last.delete(p.key)) duplicates++;
+      last.set(p.key, p);
+    }
+    const unique = [...last.values()];
+    const firstSeen = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
+
     const repeats = new Set<Pending>();
-    const toMerge: Pending[] = [];
+    const toMerge: Loaded[] = [];
     let unchanged = 0;
     for (const p of unique) {
       const repeat = !firstSeen.has(p.key);
@@ -197,11 +344,11 @@ export class LocationsLoader {
         duplicates++;
         repeats.add(p);
       }
-      const e = stateByKey.get(p.key);
-      if (e && e.closed_date === null && p.fingerprint !== null && e.source_fingerprint === p.fingerprint) {
+      if (p.record.fingerprint !== null && settled(p)) {
         if (!repeat) unchanged++;
-      } else toMerge.push(p);
+      } else toMerge.push(p as Loaded);
     }
+    this.eager = toMerge.length * 2 > unique.length;
     const existing = await readLocations(
       trx,
       toMerge.flatMap((p) => stateByKey.get(p.key) ?? []),
@@ -215,15 +362,13 @@ export class LocationsLoader {
     for (const p of toMerge) {
       const repeat = repeats.has(p);
       const e = byKey.get(p.key);
-      const content = mergeLocation(p.row.location, e?.stored);
-      const address = mergeAddress(p.row.address, e?.storedAddress);
-      const { encoded, hash } = encodeLocation(content);
-      const addrHash = contentHash(address);
+      const { fingerprint } = p.record;
+      const { content, encoded, hash, address, addrHash } = p.record.merged ?? this.merge(p.record.row, e);
       const addressChanged = e === undefined || e.address_id === null || e.address_hash !== addrHash;
       if (e && e.content_hash === hash && !addressChanged && e.closed_date === null) {
         if (!repeat) unchanged++;
-        if (p.fingerprint !== null && e.source_fingerprint !== p.fingerprint) {
-          refreshed.push({ id: e.id, fingerprint: p.fingerprint });
+        if (fingerprint !== null && e.source_fingerprint !== fingerprint) {
+          refreshed.push({ id: e.id, fingerprint });
         }
         continue;
       }
@@ -234,7 +379,7 @@ export class LocationsLoader {
         loc: {
           id: e?.id ?? 0,
           org_id: p.org.id,
-          code: p.row.location.code,
+          code: p.code,
           domain_cc: cc,
           public_slug: e?.public_slug ?? '',
           address_id: e?.address_id ?? 0,
@@ -242,7 +387,7 @@ export class LocationsLoader {
           content,
           encoded,
           hash,
-          fingerprint: p.fingerprint,
+          fingerprint,
           // A Location the run already wrote (a repeated key) is not bumped a second time.
           bump: e === undefined || e.last_run_id !== runId,
         },
@@ -250,8 +395,8 @@ export class LocationsLoader {
       if (e) updates.push({ ...write, e, addressChanged });
       else inserts.push(write);
     }
-    await this.writeInserts(trx, inserts);
-    await this.writeUpdates(trx, updates);
+    await this.writeInserts(trx, inserts, runId);
+    await this.writeUpdates(trx, updates, runId);
     await storeFingerprints(trx, refreshed);
 
     const changedOrgIds = [...new Set([...inserts, ...updates].map((x) => x.p.org.id))];
@@ -266,7 +411,7 @@ export class LocationsLoader {
     };
   }
 
-  private async writeInserts(trx: Transaction<Database>, inserts: Write[]): Promise<void> {
+  private async writeInserts(trx: Transaction<Database>, inserts: Write[], runId: number): Promise<void> {
     if (inserts.length === 0) return;
     const { locations: ids, addresses: addressIds } = await takeIds(trx, inserts.length, inserts.length);
     const slugs = await allocateSlugs(
@@ -287,7 +432,7 @@ export class LocationsLoader {
     await insertLocations(
       trx,
       inserts.map((x) => x.loc),
-      this.options.runId,
+      runId,
     );
     await recordSlugs(
       trx,
@@ -296,7 +441,7 @@ export class LocationsLoader {
     );
   }
 
-  private async writeUpdates(trx: Transaction<Database>, updates: Update[]): Promise<void> {
+  private async writeUpdates(trx: Transaction<Database>, updates: Update[], runId: number): Promise<void> {
     if (updates.length === 0) return;
     // A Location whose name parts changed (new city, renamed Org) gets a new public label; the old
     // one stays in location_public_domains and keeps resolving to it.
@@ -331,7 +476,7 @@ export class LocationsLoader {
     await updateLocations(
       trx,
       updates.map((u) => u.loc),
-      this.options.runId,
+      runId,
     );
     await recordSlugs(
       trx,
@@ -341,8 +486,8 @@ export class LocationsLoader {
   }
 
   /** `--full` closes the Orgs' Locations the sheet did not name; then each Org's default is settled. */
-  async finish(trx: Transaction<Database>): Promise<FinishOutcome> {
-    const { runId, full } = this.options;
+  async finish(trx: Transaction<Database>, runId: number): Promise<FinishOutcome> {
+    const { full } = this.options;
     await this.orgs(trx);
     const { rows } = await sql<{ org_id: number }>`
       select distinct split_part(key, ':', 1)::bigint as org_id from import_run_keys

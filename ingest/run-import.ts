@@ -250,7 +250,7 @@ async function normalizeBatch<R>(prepared: PreparedFeed<R>, records: readonly Cs
       reject(null, `wrong column count: expected ${columns} fields, found ${rec.fields.length}`);
       continue;
     }
-    const result = prepared.normalize(rec.fields, rec.line);
+    const result = prepared.normalize(rec.fields, rec.line, rec.raw);
     for (const w of result.warnings) {
       issues.push({ severity: 'warning', line: rec.line, column: w.column, reason: w.reason, raw: rec.raw });
     }

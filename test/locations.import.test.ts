@@ -462,6 +462,120 @@ describe('row fingerprints (re-import fast path)', () => {
   });
 });
 
+describe('re-import in keyed mode (only the key cells are read while rows prove unchanged)', () => {
+  const HEADER = 'Store code,Business name,Address line 1,Locality,Country / Region,Website,Monday hours';
+  const row = (
+    code: string,
+    n: number,
+    extra: { city?: string; web?: string; mon?: string; name?: string } = {},
+  ) =>
+    `${code},${extra.name ?? 'Lazy Larder'},${n} Lazy Lane,${extra.city ?? 'York'},GB,${extra.web ?? 'https://lazy.example'},${extra.mon ?? '09:00-17:00'}`;
+  const sheet = (...rows: string[]) => tempSheet(`${HEADER}\r\n${rows.join('\r\n')}\r\n`);
+  const byCode = async (code: string) =>
+    sql<{ version_number: number; city: string; closed_date: string | null }>`
+      select l.version_number, a.city, l.closed_date from locations l join addresses a on a.id = l.address_id
+      join orgs o on o.id = l.org_id where l.code = ${code} and o.name = 'Lazy Larder'`
+      .execute(t.db)
+      .then((r) => r.rows[0]);
+
+  it('first loads the sheet in small batches', async () => {
+    const first = await sheet(
+      row('L-1', 1),
+      row('L-2', 2),
+      row('L-3', 3),
+      row('L-4', 4, { web: 'not a web address' }),
+      row('L-5', 5),
+      row('L-6', 6),
+      row('L-7', 7, { web: 'not a web address either' }),
+    );
+    expect(await importFeed(t.db, 'locations', first, { batchSize: 2 })).toMatchObject({
+      inserted: 7,
+      warnings: 2,
+    });
+  });
+
+  it('counts, refuses, warns, creates and closes exactly as a full read would', async () => {
+    const second = await sheet(
+      row('L-1', 1),
+      row('L-2', 2),
+      row('L-6', 6),
+      row('L-4', 4, { web: 'not a web address' }),
+      row('L-3', 3, { city: 'Leeds' }),
+      row('L-5', 5, { mon: '9 till late' }),
+      row('N-1', 1, { name: 'Brand New Bakery' }),
+      row('N-2', 2, { name: 'Never Made Ltd', mon: 'whenever' }),
+      row('L-6', 6, { city: 'Selby' }),
+      row('L-7', 7, { web: 'not a web address either' }),
+    );
+    const run = await importFeed(t.db, 'locations', second, { batchSize: 2, full: true });
+    expect(run).toMatchObject({
+      rows_read: 10,
+      inserted: 1,
+      updated: 1,
+      unchanged: 5,
+      duplicates: 1,
+      rejected: 2,
+      warnings: 2,
+      closed: 0,
+    });
+    const issues = await issuesOf(run);
+    expect(issues.map((i) => [i.severity, i.line_number, i.column_name])).toEqual([
+      ['warning', 5, 'Website'],
+      ['rejected', 7, 'Monday hours'],
+      ['rejected', 9, 'Monday hours'],
+      ['warning', 11, 'Website'],
+    ]);
+    expect(await byCode('L-3')).toMatchObject({ version_number: 2, city: 'Leeds' });
+    // The refused L-5 keeps its stored values and stays open under --full.
+    expect(await byCode('L-5')).toMatchObject({ version_number: 1, closed_date: null });
+    // The later L-6 row wins, bumping the Location once.
+    expect(await byCode('L-6')).toMatchObject({ version_number: 2, city: 'Selby' });
+    const orgs = await t.db
+      .selectFrom('orgs')
+      .select('name')
+      .where('name', 'in', ['Brand New Bakery', 'Never Made Ltd'])
+      .execute();
+    expect(orgs.map((o) => o.name)).toEqual(['Brand New Bakery']);
+  });
+
+  it('reads only the key cells once a batch proves unchanged', async () => {
+    const { locationsFeed } = await import('../ingest/locations.feed.js');
+    const header = HEADER.split(',');
+    const prepared = locationsFeed.prepare(header, { full: false });
+    const cells = (text: string) => text.split(',');
+    const unchangedRow = row('L-1', 1);
+    const first = prepared.normalize(cells(unchangedRow), 2, unchangedRow);
+    expect(first).toMatchObject({ ok: true, record: { kind: 'row' } });
+    await t.db.transaction().execute(async (trx) => {
+      const run = await sql<{ id: number }>`
+        insert into import_runs (feed, source, options) values ('locations', 'test', '{}') returning id`.execute(
+        trx,
+      );
+      const outcome = await prepared.loadBatch(
+        trx,
+        [{ line: 2, raw: unchangedRow, record: (first as unknown as { record: never }).record }],
+        {
+          runId: run.rows[0]!.id,
+          options: {},
+        },
+      );
+      expect(outcome).toMatchObject({ unchanged: 1, inserted: 0, updated: 0 });
+      await sql`delete from import_run_keys where run_id = ${run.rows[0]!.id}`.execute(trx);
+    });
+    const changed = row('L-2', 2, { city: 'Whitby' });
+    expect(prepared.normalize(cells(changed), 3, changed)).toMatchObject({
+      ok: true,
+      record: { kind: 'keyed', code: 'L-2', org: { businessName: 'Lazy Larder', country: 'GB' } },
+    });
+    // A row without its key cells is still normalized at once, to say why it is refused.
+    const nameless = 'L-9,,9 Lazy Lane,York,GB,,';
+    expect(prepared.normalize(cells(nameless), 4, nameless)).toMatchObject({
+      ok: true,
+      record: { kind: 'refused' },
+    });
+  });
+});
+
 async function tempSheet(csv: string): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
   const file = path.join(dir, 'sheet.csv');

@@ -1,0 +1,52 @@
+import type { LocationColumns, LocationField } from './locations.headers.js';
+import type { OrgRef } from './locations.normalize.js';
+
+/**
+ * The cells that name a row's Location: its store code and how it names its Org. Read apart from the
+ * rest of the row so that a re-import can find the stored Location, see from the row fingerprint
+ * that nothing changed, and never parse the other thirty cells (the loader's lazy path).
+ */
+export interface LocationKey {
+  code: string;
+  org: OrgRef;
+}
+
+const COUNTRY_ALIASES: Record<string, string> = { UK: 'GB' };
+const ISO_SHAPE = /^[A-Z]{2}$/;
+
+/** Sheet text: trimmed, CRLF line breaks made LF, empty = null. */
+export function sheetText(value: string): string | null {
+  const t = (value.includes('\r') ? value.replace(/\r\n?/g, '\n') : value).trim();
+  return t === '' ? null : t;
+}
+
+/** `UK` and lower case accepted; anything else is checked by the caller. */
+export function countryOf(cell: string | undefined): string {
+  const upper = (cell ?? '').trim().toUpperCase();
+  return COUNTRY_ALIASES[upper] ?? upper;
+}
+
+/**
+ * A key reader for one sheet. `key` is null when the row lacks a store code, a business name or a
+ * country code: such a row is refused, and only the full normalizer says why.
+ */
+export function locationKeyReader(columns: LocationColumns) {
+  const at = (field: LocationField) => columns.index[field];
+  const code = at('storeCode')!;
+  const name = at('businessName')!;
+  const country = at('country')!;
+  const orgDomain = at('orgDomain');
+  const companyNumber = at('companyNumber');
+  return (cells: readonly string[]): LocationKey | null => {
+    const storeCode = sheetText(cells[code] ?? '');
+    const businessName = sheetText(cells[name] ?? '');
+    const cc = countryOf(cells[country]);
+    if (storeCode === null || businessName === null || !ISO_SHAPE.test(cc)) return null;
+    const org: OrgRef = { businessName, country: cc };
+    const domain = orgDomain === undefined ? null : sheetText(cells[orgDomain] ?? '');
+    if (domain) org.orgDomain = domain;
+    const number = companyNumber === undefined ? null : sheetText(cells[companyNumber] ?? '');
+    if (number) org.companyNumber = number;
+    return { code: storeCode, org };
+  };
+}
