@@ -28,7 +28,10 @@ export interface LocationPatch {
   description?: string | null;
   phones: Partial<Record<keyof PhonesJson, string | null>>;
   links: Partial<Record<keyof LinksJson, string | null>>;
-  /** Index = weekday (0 Sunday); `undefined` = column absent, `null` = no hours given. */
+  /**
+   * Index = weekday (0 Sunday); `undefined` = column absent, `null` = no hours given. The entry
+   * arrays (here and in `special`) are frozen and shared by every row with the same cell text.
+   */
   normal: (HoursEntryJson[] | null | undefined)[];
   special?: HoursEntryJson[] | null;
   year_established?: number | null;
