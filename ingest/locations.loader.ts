@@ -24,12 +24,14 @@ import {
 import {
   type AddressWrite,
   closeMissing,
+  deleteFirstRows,
   type ExistingLocation,
   findLocationStates,
   insertAddresses,
   insertLocations,
   type LocationWrite,
   readLocations,
+  recordFirstRows,
   settleDefaults,
   storeFingerprints,
   takeIds,
@@ -333,6 +335,13 @@ export class LocationsLoader {
       last.set(p.key, p);
     }
     const unique = [...last.values()];
+    if (this.options.full) {
+      await recordFirstRows(
+        trx,
+        runId,
+        unique.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
+      );
+    }
     const firstSeen = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
 
     const repeats = new Set<Pending>();
@@ -485,7 +494,10 @@ export class LocationsLoader {
     );
   }
 
-  /** `--full` closes the Orgs' Locations the sheet did not name; then each Org's default is settled. */
+  /**
+   * `--full` closes the Orgs' Locations the sheet did not name; then each Org's default is settled
+   * (settleDefaults: a `--full` sheet's first row of each Org, else the default stays while open).
+   */
   async finish(trx: Transaction<Database>, runId: number): Promise<FinishOutcome> {
     const { full } = this.options;
     await this.orgs(trx);
@@ -495,6 +507,7 @@ export class LocationsLoader {
     const orgIds = [...new Set([...rows.map((r) => r.org_id), ...(this.fallback ? [this.fallback.id] : [])])];
     const closedOrgs = full ? await closeMissing(trx, orgIds, runId) : [];
     const defaultOrgs = await settleDefaults(trx, orgIds, runId);
+    await deleteFirstRows(trx, runId);
     await deleteRunKeys(trx, runId);
     return { closed: closedOrgs.length, changedOrgIds: [...new Set([...closedOrgs, ...defaultOrgs])] };
   }

@@ -348,22 +348,58 @@ export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: n
 }
 
 /**
- * Each Org's default Location is its first open one (lowest id: ids follow sheet order, and the
- * default does not jump when a later sheet is reordered). A Location whose `default` flips is a
- * changed record, bumped once: not again if this run already wrote it. Unset first, then set, so
- * the one-default-per-Org index never sees two.
+ * `--full` runs: the first row (lowest line) of each Org in this batch; the first batch that names an
+ * Org keeps its row (batches come in sheet order, so that is the Org's first row in the sheet).
+ */
+export async function recordFirstRows(
+  trx: Trx,
+  runId: number,
+  rows: readonly { orgId: number; code: string; line: number }[],
+): Promise<void> {
+  const first = new Map<number, { orgId: number; code: string; line: number }>();
+  for (const r of rows) {
+    const seen = first.get(r.orgId);
+    if (!seen || r.line < seen.line) first.set(r.orgId, r);
+  }
+  if (first.size === 0) return;
+  const picked = [...first.values()];
+  await sql`
+    insert into import_run_firsts (run_id, org_id, code, line)
+    select ${runId}::bigint, o, c, l
+    from unnest(${picked.map((r) => r.orgId)}::bigint[], ${picked.map((r) => r.code)}::text[],
+      ${picked.map((r) => r.line)}::int[]) as v(o, c, l)
+    on conflict (run_id, org_id) do nothing`.execute(trx);
+}
+
+export async function deleteFirstRows(trx: Trx, runId: number): Promise<void> {
+  await sql`delete from import_run_firsts where run_id = ${runId}::bigint`.execute(trx);
+}
+
+/**
+ * Settles each Org's one default Location at the end of a run:
+ * 1. after a `--full` sheet, the Org's first open Location in that sheet (the sheet is its whole
+ *    list, so its order counts);
+ * 2. else the current default, while it is open (a partial sheet does not move it);
+ * 3. else the Org's open Location created first (ids follow sheet order).
+ * A Location whose `default` flips is a changed record, bumped once: not again if this run already
+ * wrote it. Unset first, then set, so the one-default-per-Org index never sees two.
  */
 export async function settleDefaults(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
   if (orgIds.length === 0) return [];
   const want = sql`(
-    select distinct on (org_id) id from locations
-    where org_id = any(${orgIds}::bigint[]) and closed_date is null order by org_id, id)`;
+    select coalesce(
+      (select l.id from import_run_firsts f join locations l on l.org_id = f.org_id and l.code = f.code
+        where f.run_id = ${runId}::bigint and f.org_id = o.id and l.closed_date is null),
+      (select l.id from locations l where l.org_id = o.id and l.is_default and l.closed_date is null),
+      (select min(l.id) from locations l where l.org_id = o.id and l.closed_date is null))
+    from unnest(${orgIds}::bigint[]) as o(id))`;
   const bump = sql`version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
     updated = case when l.last_run_id = ${runId}::bigint then l.updated else now() end,
     last_run_id = ${runId}::bigint`;
   const unset = await sql<{ org_id: number }>`
     update locations l set is_default = false, ${bump}
-    where l.org_id = any(${orgIds}::bigint[]) and l.is_default and l.id not in ${want}
+    where l.org_id = any(${orgIds}::bigint[]) and l.is_default
+      and l.id not in (select id from ${want} as w(id) where id is not null)
     returning l.org_id`.execute(trx);
   const set = await sql<{ org_id: number }>`
     update locations l set is_default = true, ${bump}

@@ -137,6 +137,14 @@ export interface LocationsTable {
   last_run_id: number | null;
 }
 
+/** The first row of each Org in a `--full` location sheet, while the run lasts (migration 0006). */
+export interface ImportRunFirstsTable {
+  run_id: number;
+  org_id: number;
+  code: string;
+  line: number;
+}
+
 export interface LocationPublicDomainsTable {
   slug: string;
   location_id: number;
@@ -198,6 +206,7 @@ export interface Database {
   orgs: OrgsTable;
   org_public_domains: OrgPublicDomainsTable;
   locations: LocationsTable;
+  import_run_firsts: ImportRunFirstsTable;
   location_public_domains: LocationPublicDomainsTable;
   public_slug_counters: PublicSlugCountersTable;
   import_runs: ImportRunsTable;

@@ -576,6 +576,42 @@ describe('re-import in keyed mode (only the key cells are read while rows prove 
   });
 });
 
+describe('the default Location and the sheet order', () => {
+  const HEADER = 'Store code,Business name,Address line 1,Locality,Country / Region';
+  const sheet = (...codes: string[]) =>
+    tempSheet(
+      `${HEADER}\r\n${codes.map((c) => `${c},Order Oven,${c.slice(2)} Oven Row,Bath,GB`).join('\r\n')}\r\n`,
+    );
+  const ovens = async () => {
+    const { rows } = await sql<{ code: string; is_default: boolean; version_number: number }>`
+      select l.code, l.is_default, l.version_number from locations l join orgs o on o.id = l.org_id
+      where o.name = 'Order Oven' order by l.code`.execute(t.db);
+    return Object.fromEntries(rows.map((r) => [r.code, [r.is_default, r.version_number]]));
+  };
+
+  it('makes an Org’s first row its default', async () => {
+    await importFeed(t.db, 'locations', await sheet('O-1', 'O-2', 'O-3'));
+    expect(await ovens()).toEqual({ 'O-1': [true, 1], 'O-2': [false, 1], 'O-3': [false, 1] });
+  });
+
+  it('keeps the default where it is when a partial sheet lists another Location first', async () => {
+    const run = await importFeed(t.db, 'locations', await sheet('O-3', 'O-1'));
+    expect(run).toMatchObject({ unchanged: 2, updated: 0 });
+    expect(await ovens()).toEqual({ 'O-1': [true, 1], 'O-2': [false, 1], 'O-3': [false, 1] });
+  });
+
+  it('follows the order of a --full sheet, bumping the two Locations whose default flips', async () => {
+    const run = await importFeed(t.db, 'locations', await sheet('O-2', 'O-3', 'O-1'), { full: true });
+    expect(run).toMatchObject({ unchanged: 3, closed: 0 });
+    expect(await ovens()).toEqual({ 'O-1': [false, 2], 'O-2': [true, 2], 'O-3': [false, 1] });
+    // The same --full sheet again changes nothing.
+    await importFeed(t.db, 'locations', await sheet('O-2', 'O-3', 'O-1'), { full: true });
+    expect(await ovens()).toEqual({ 'O-1': [false, 2], 'O-2': [true, 2], 'O-3': [false, 1] });
+    const left = await sql<{ n: number }>`select count(*)::int as n from import_run_firsts`.execute(t.db);
+    expect(left.rows[0]!.n).toBe(0);
+  });
+});
+
 async function tempSheet(csv: string): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
   const file = path.join(dir, 'sheet.csv');

@@ -19,9 +19,21 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // unchanged by. A re-import meeting the same row again knows at once that nothing changed and
   // skips merging and hashing it. Null when that row produced warnings (they are reported again).
   await sql`alter table locations add column source_fingerprint text`.execute(db);
+  // A `--full` location sheet is an Org's whole list, so its order says which Location comes first:
+  // the first row of each Org in the sheet, kept per run (in the batch's transaction, so a resumed
+  // run knows it) until the run settles the Orgs' default Locations at its end.
+  await sql`
+    create table import_run_firsts (
+      run_id bigint not null,
+      org_id bigint not null,
+      code text not null,
+      line integer not null,
+      primary key (run_id, org_id)
+    )`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await sql`drop table if exists import_run_firsts`.execute(db);
   await sql`alter table locations drop column if exists source_fingerprint`.execute(db);
   await sql`
     alter table locations
