@@ -29,7 +29,9 @@ import {
   findLocationStates,
   insertAddresses,
   insertLocations,
+  type LocationState,
   type LocationWrite,
+  moveLocations,
   readLocations,
   recordFirstRows,
   settleDefaults,
@@ -306,14 +308,23 @@ export class LocationsLoader {
       });
     });
 
-    const states = await findLocationStates(trx, [
-      ...new Map(candidates.map((p) => [p.key, { orgId: p.org.id, code: p.code }])).values(),
-    ]);
+    const keysOf = (ps: readonly Pending[]) => [
+      ...new Map(ps.map((p) => [p.key, { orgId: p.org.id, code: p.code }])).values(),
+    ];
+    let states = await findLocationStates(trx, keysOf(candidates));
+    const moved = await this.adoptNamedLocations(trx, candidates, states, runId);
+    const movedFrom = [...new Set(moved.values())];
+    if (moved.size > 0) states = await findLocationStates(trx, keysOf(candidates));
     const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
     /** The stored Location came from this very row text, and is open: unchanged, nothing to merge. */
     const settled = (p: Pending) => {
       const e = stateByKey.get(p.key);
-      return e !== undefined && e.closed_date === null && p.record.fingerprint === e.source_fingerprint;
+      return (
+        e !== undefined &&
+        e.closed_date === null &&
+        p.record.fingerprint === e.source_fingerprint &&
+        !moved.has(e.id)
+      );
     };
 
     // Keyed rows that their fingerprint does not settle are normalized now. Then duplicate keys inside
@@ -374,7 +385,8 @@ export class LocationsLoader {
       const { fingerprint } = p.record;
       const { content, encoded, hash, address, addrHash } = p.record.merged ?? this.merge(p.record.row, e);
       const addressChanged = e === undefined || e.address_id === null || e.address_hash !== addrHash;
-      if (e && e.content_hash === hash && !addressChanged && e.closed_date === null) {
+      // (A Location moved to this row's Org above is written even if its content is the same.)
+      if (e && e.content_hash === hash && !addressChanged && e.closed_date === null && !moved.has(e.id)) {
         if (!repeat) unchanged++;
         if (fingerprint !== null && e.source_fingerprint !== fingerprint) {
           refreshed.push({ id: e.id, fingerprint });
@@ -408,7 +420,9 @@ export class LocationsLoader {
     await this.writeUpdates(trx, updates, runId);
     await storeFingerprints(trx, refreshed);
 
-    const changedOrgIds = [...new Set([...inserts, ...updates].map((x) => x.p.org.id))];
+    // The Orgs that gave up a Location get their default settled again.
+    await settleDefaults(trx, movedFrom, runId);
+    const changedOrgIds = [...new Set([...inserts, ...updates].map((x) => x.p.org.id).concat(movedFrom))];
     const counted = (xs: { p: Pending }[]) => xs.filter((x) => firstSeen.has(x.p.key)).length;
     return {
       inserted: counted(inserts),
@@ -418,6 +432,46 @@ export class LocationsLoader {
       changedOrgIds,
       issues,
     };
+  }
+
+  /**
+   * A row that names its Org by domain, company number or `--org`, for a store code that Org does
+   * not have yet, while the non-registered Org of the row's business name has an open Location with
+   * that code: the sheet used to be imported without naming its Org. That Location moves to the
+   * named Org (keeping its id and stable domain) instead of a second one being created. Returns the
+   * moved Locations' ids, each with the Org it left.
+   */
+  private async adoptNamedLocations(
+    trx: Transaction<Database>,
+    candidates: readonly Pending[],
+    states: readonly LocationState[],
+    runId: number,
+  ): Promise<Map<number, number>> {
+    const moved = new Map<number, number>();
+    const known = new Set(states.map((e) => keyOf(e.org_id, e.code)));
+    const refOf = (p: Pending) => (p.record.kind === 'row' ? p.record.row.org : p.record.org);
+    const homeless = candidates.filter((p) => !known.has(p.key) && refOf(p).businessName !== '');
+    if (homeless.length === 0) return moved;
+    const named = await (await this.orgs(trx)).byNameOnly(trx, homeless.map(refOf));
+    const from = homeless.flatMap((p, i) => {
+      const org = named[i];
+      return org && org.id !== p.org.id ? [{ p, orgId: org.id }] : [];
+    });
+    if (from.length === 0) return moved;
+    const old = await findLocationStates(
+      trx,
+      from.map(({ p, orgId }) => ({ orgId, code: p.code })),
+    );
+    const target = new Map(from.map(({ p, orgId }) => [keyOf(orgId, p.code), p.org.id]));
+    const moves: { id: number; orgId: number }[] = [];
+    for (const e of old) {
+      const to = target.get(keyOf(e.org_id, e.code));
+      if (to === undefined || e.closed_date !== null || moved.has(e.id)) continue;
+      moves.push({ id: e.id, orgId: to });
+      moved.set(e.id, e.org_id);
+    }
+    await moveLocations(trx, moves, runId);
+    return moved;
   }
 
   private async writeInserts(trx: Transaction<Database>, inserts: Write[], runId: number): Promise<void> {

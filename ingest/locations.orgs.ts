@@ -166,6 +166,28 @@ export class OrgResolver {
     });
   }
 
+  /**
+   * The non-registered Org each ref's business name and country would name (never created): where a
+   * row's Location lived before its sheet named its Org by domain, company number or `--org`.
+   */
+  async byNameOnly(trx: Transaction<Database>, refs: readonly OrgRef[]): Promise<(OrgInfo | undefined)[]> {
+    const keyOf = (ref: OrgRef) => `o:${ref.country.toLowerCase()}:${ref.businessName.toLowerCase()}`;
+    const wanted = new Map<string, NameKey>();
+    for (const ref of refs) {
+      const key = keyOf(ref);
+      if (!this.cache.has(key)) {
+        wanted.set(key, { key: key.slice(2), cc: ref.country.toLowerCase(), name: ref.businessName });
+      }
+    }
+    if (wanted.size > 0) {
+      for (const { key, ...org } of await byName(trx, [...wanted.values()])) this.cache.set(`o:${key}`, org);
+    }
+    return refs.map((ref) => {
+      const hit = this.cache.get(keyOf(ref));
+      return hit !== undefined && typeof hit !== 'string' ? hit : undefined;
+    });
+  }
+
   private async load(
     trx: Transaction<Database>,
     todo: string[],

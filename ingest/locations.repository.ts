@@ -348,6 +348,25 @@ export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: n
 }
 
 /**
+ * Moves Locations to another Org (a sheet that named its Org by business name now names it by domain,
+ * company number or `--org`): same id and stable domain, a version bump (once per run), and no longer
+ * a default (the run settles both Orgs' defaults).
+ */
+export async function moveLocations(
+  trx: Trx,
+  moves: readonly { id: number; orgId: number }[],
+  runId: number,
+): Promise<void> {
+  if (moves.length === 0) return;
+  await sql`
+    update locations l set org_id = v.org_id, is_default = false,
+      version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
+      updated = now(), last_run_id = ${runId}::bigint
+    from unnest(${moves.map((m) => m.id)}::bigint[], ${moves.map((m) => m.orgId)}::bigint[]) as v(id, org_id)
+    where l.id = v.id`.execute(trx);
+}
+
+/**
  * `--full` runs: the first row (lowest line) of each Org in this batch; the first batch that names an
  * Org keeps its row (batches come in sheet order, so that is the Org's first row in the sheet).
  */

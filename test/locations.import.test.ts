@@ -612,6 +612,57 @@ describe('the default Location and the sheet order', () => {
   });
 });
 
+describe('a sheet that starts naming its Org', () => {
+  const byCode = async () => {
+    const { rows } = await sql<{
+      code: string;
+      id: number;
+      uid: string;
+      org: string;
+      is_default: boolean;
+      version_number: number;
+    }>`
+      select l.code, l.id, l.uid, o.name as org, l.is_default, l.version_number from locations l
+      join orgs o on o.id = l.org_id where l.code like 'HX-%' order by l.code`.execute(t.db);
+    return Object.fromEntries(rows.map((r) => [r.code, r]));
+  };
+
+  it('moves the Location from the by-name Org to the Org named by company number, keeping its domain', async () => {
+    const byName = await tempSheet(
+      'Store code,Business name,Address line 1,Locality,Country / Region\r\nHX-1,Harbour Lights Cafe,1 Pier Road,Whitby,GB\r\nHX-2,Harbour Lights Cafe,2 Pier Road,Whitby,GB\r\n',
+    );
+    expect(await importFeed(t.db, 'locations', byName)).toMatchObject({ inserted: 2 });
+    const before = await byCode();
+    expect(before['HX-1']).toMatchObject({ org: 'Harbour Lights Cafe', is_default: true, version_number: 1 });
+
+    const named = await tempSheet(
+      'Store code,Business name,Address line 1,Locality,Country / Region,Company number\r\nHX-1,Harbour Lights Cafe,1 Pier Road,Whitby,GB,7687209\r\n',
+    );
+    const run = await importFeed(t.db, 'locations', named);
+    expect(run).toMatchObject({ inserted: 0, updated: 1 });
+    const after = await byCode();
+    expect(Object.keys(after)).toEqual(['HX-1', 'HX-2']);
+    expect(after['HX-1']).toMatchObject({
+      id: before['HX-1']!.id,
+      uid: before['HX-1']!.uid,
+      org: 'ACME WIDGETS LTD.',
+      // ACME keeps its own default (0042, from the sample sheet).
+      is_default: false,
+      version_number: 2,
+    });
+    // The by-name Org keeps its other Location, now its default.
+    expect(after['HX-2']).toMatchObject({ org: 'Harbour Lights Cafe', is_default: true, version_number: 2 });
+
+    // The same sheet again: nothing moves, nothing changes.
+    expect(await importFeed(t.db, 'locations', named)).toMatchObject({
+      unchanged: 1,
+      updated: 0,
+      inserted: 0,
+    });
+    expect((await byCode())['HX-1']).toMatchObject({ version_number: 2 });
+  });
+});
+
 async function tempSheet(csv: string): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
   const file = path.join(dir, 'sheet.csv');
