@@ -3,7 +3,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
 import { FeedFormatError } from '../shared/errors.js';
-import { allocateSlugs, recordSlugs } from '../shared/public-domains.js';
+import { allocateSlugs, recordNewSlugs, recordSlugs } from '../shared/public-domains.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow, RowIssue } from './feed-handler.js';
 import type { NewIssue } from './import-issues.repository.js';
 import { deleteRunKeys, recordRunKeys } from './import-run-keys.repository.js';
@@ -497,7 +497,7 @@ export class LocationsLoader {
       inserts.map((x) => x.loc),
       runId,
     );
-    await recordSlugs(
+    await recordNewSlugs(
       trx,
       'location',
       inserts.map((x) => ({ slug: x.loc.public_slug, ownerId: x.loc.id })),
