@@ -405,24 +405,29 @@ export async function deleteFirstRows(trx: Trx, runId: number): Promise<void> {
  */
 export async function settleDefaults(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
   if (orgIds.length === 0) return [];
-  const want = sql`(
-    select coalesce(
-      (select l.id from import_run_firsts f join locations l on l.org_id = f.org_id and l.code = f.code
-        where f.run_id = ${runId}::bigint and f.org_id = o.id and l.closed_date is null),
-      (select l.id from locations l where l.org_id = o.id and l.is_default and l.closed_date is null),
-      (select min(l.id) from locations l where l.org_id = o.id and l.closed_date is null))
-    from unnest(${orgIds}::bigint[]) as o(id))`;
+  const { rows: wanted } = await sql<{ id: number }>`
+    with orgs(id) as (select unnest(${orgIds}::bigint[])),
+    open_locations as (select l.id, l.org_id, l.code, l.is_default from locations l
+      where l.org_id = any(${orgIds}::bigint[]) and l.closed_date is null),
+    firsts as (select o.org_id, o.id from import_run_firsts f
+      join open_locations o on o.org_id = f.org_id and o.code = f.code where f.run_id = ${runId}::bigint),
+    current_default as (select org_id, id from open_locations where is_default),
+    earliest as (select org_id, min(id) as id from open_locations group by org_id)
+    select coalesce(f.id, c.id, e.id) as id from orgs
+      left join firsts f on f.org_id = orgs.id left join current_default c on c.org_id = orgs.id
+      left join earliest e on e.org_id = orgs.id
+    where coalesce(f.id, c.id, e.id) is not null`.execute(trx);
+  const want = wanted.map((r) => r.id);
   const bump = sql`version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
     updated = case when l.last_run_id = ${runId}::bigint then l.updated else now() end,
     last_run_id = ${runId}::bigint`;
   const unset = await sql<{ org_id: number }>`
     update locations l set is_default = false, ${bump}
-    where l.org_id = any(${orgIds}::bigint[]) and l.is_default
-      and l.id not in (select id from ${want} as w(id) where id is not null)
+    where l.org_id = any(${orgIds}::bigint[]) and l.is_default and l.id <> all(${want}::bigint[])
     returning l.org_id`.execute(trx);
   const set = await sql<{ org_id: number }>`
     update locations l set is_default = true, ${bump}
-    where l.id in ${want} and not l.is_default
+    where l.id = any(${want}::bigint[]) and not l.is_default
     returning l.org_id`.execute(trx);
   return [...unset.rows, ...set.rows].map((r) => r.org_id);
 }
