@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
@@ -158,7 +158,7 @@ export class LocationsLoader {
   }
 
   private fingerprintOf(raw: string): string {
-    return createHash('md5').update(this.fingerprintSeed).update(raw).digest('base64url');
+    return hash('md5', this.fingerprintSeed + raw, 'base64url');
   }
 
   /** The read-ahead's part (pure, no database): see LocationRecord. */

@@ -1,6 +1,7 @@
 import type { HoursEntryJson, LinksJson, PhonesJson } from '../shared/database.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import { HoursCache, isRealDate, splitList } from './locations.hours.js';
+import { countryOf, sheetText } from './locations.key.js';
 import { regionOf } from './locations.regions.js';
 
 /**
@@ -67,8 +68,6 @@ export type NormalizedLocation =
   /** `key` is set when the row still names its Location, so a `--full` run does not close it. */
   | { ok: false; issue: RowIssue; key?: { code: string; org: OrgRef } };
 
-const COUNTRY_ALIASES: Record<string, string> = { UK: 'GB' };
-
 /** `YYYY-MM-DD`, `YYYY-MM` or `YYYY` into a year; null for anything else or an impossible date. */
 export function yearOf(text: string): number | null {
   const m = /^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$/.exec(text.trim());
@@ -98,11 +97,7 @@ export function urlOf(text: string): string | null {
   return null;
 }
 
-/** Sheet text: trimmed, CRLF line breaks made LF, empty = null. */
-function text(value: string): string | null {
-  const t = (value.includes('\r') ? value.replace(/\r\n?/g, '\n') : value).trim();
-  return t === '' ? null : t;
-}
+const text = sheetText;
 
 const LAT_LONG = [
   ['latitude', 'latitude', 90],
@@ -252,8 +247,7 @@ function readAddress(r: RowReader, country: string): AddressPatch {
 function readRow(r: RowReader): NormalizedLocation {
   const code = text(r.cell('storeCode')!);
   const businessName = text(r.cell('businessName')!);
-  const countryText = (r.cell('country') ?? '').trim().toUpperCase();
-  const country = COUNTRY_ALIASES[countryText] ?? countryText;
+  const country = countryOf(r.cell('country'));
   const org: OrgRef = { businessName: businessName ?? '', country };
   const orgDomain = r.opt('orgDomain');
   if (orgDomain) org.orgDomain = orgDomain;
