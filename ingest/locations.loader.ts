@@ -450,11 +450,16 @@ export class LocationsLoader {
     const moved = new Map<number, number>();
     const known = new Set(states.map((e) => keyOf(e.org_id, e.code)));
     const refOf = (p: Pending) => (p.record.kind === 'row' ? p.record.row.org : p.record.org);
-    const homeless = candidates.filter((p) => !known.has(p.key) && refOf(p).businessName !== '');
+    // Only a row whose Org was named (not found by its business name) can have a by-name Org apart.
+    const named = (p: Pending) => {
+      const ref = refOf(p);
+      return ref.orgDomain !== undefined || ref.companyNumber !== undefined || this.fallback !== undefined;
+    };
+    const homeless = candidates.filter((p) => named(p) && !known.has(p.key) && refOf(p).businessName !== '');
     if (homeless.length === 0) return moved;
-    const named = await (await this.orgs(trx)).byNameOnly(trx, homeless.map(refOf));
+    const byName = await (await this.orgs(trx)).byNameOnly(trx, homeless.map(refOf));
     const from = homeless.flatMap((p, i) => {
-      const org = named[i];
+      const org = byName[i];
       return org && org.id !== p.org.id ? [{ p, orgId: org.id }] : [];
     });
     if (from.length === 0) return moved;
