@@ -31,12 +31,9 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
   // and each settles the Org's default Location at its end.
   lockKey: () => 'locations',
 
-  // Locations are found by (Org, store code); new labels are checked against the public domains.
-  lookupColumns: {
-    locations: ['org_id', 'code'],
-    addresses: ['id'],
-    location_public_domains: ['slug', 'location_id'],
-  },
+  // Locations are found by joining the batch's (Org, store code) keys: that join's plan needs fresh
+  // statistics. Addresses and labels are looked up by primary key (`= any(...)`), whatever the stats.
+  lookupColumns: { locations: ['org_id', 'code'] },
 
   prepare(header, options): PreparedFeed<LocationRecord> {
     const loader = new LocationsLoader(matchLocationHeaders(header), {

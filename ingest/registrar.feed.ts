@@ -20,12 +20,9 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
   // One register at a time: two imports of the same register would race on the same companies.
   lockKey: (options) => `registrar:${options.country ?? 'GB'}`,
 
-  // Orgs are found by company number; new labels are checked against the public domains.
-  lookupColumns: {
-    orgs: ['registration_country', 'registration_number'],
-    addresses: ['id'],
-    org_public_domains: ['slug', 'org_id'],
-  },
+  // Orgs are found by company number (the lookup that went wrong with stale statistics); addresses and
+  // labels are looked up by primary key (`= any(...)`), whatever the statistics.
+  lookupColumns: { orgs: ['registration_country', 'registration_number'] },
 
   prepare(header, options: ImportOptionsJson): PreparedFeed<RegistrarRecord> {
     const index = mapRegistrarHeader(header);
