@@ -109,6 +109,23 @@ export function parseLocations(out: string): BenchRow[] {
   ]);
 }
 
+/** `npm run bench:locations-cpu`: the JavaScript part of a location import, per row (no target). */
+export function parseLocationsCpu(out: string): BenchRow[] {
+  const stage = (name: string) => num(new RegExp(`^${name}\\s+([\\d.]+) µs CPU/row`, 'm').exec(out)?.[1]);
+  return ok(
+    (['read', 'normalize', 'encode'] as const).map((name) => ({
+      bench: 'locations-cpu',
+      figure:
+        name === 'read'
+          ? 'read (CSV)'
+          : `read + ${name === 'encode' ? 'normalize + merge/hash' : 'normalize'}`,
+      value: stage(name),
+      unit: 'µs CPU/row',
+      target: '-',
+    })),
+  );
+}
+
 interface SearchJson {
   latencyMs?: Record<string, { all?: { p99?: number } }>;
   build?: { rawPostMs?: number; reindexMs?: number };
@@ -178,6 +195,7 @@ export const PARSERS: Record<string, (out: string) => BenchRow[]> = {
   import: parseImport,
   api: parseApi,
   locations: parseLocations,
+  'locations-cpu': parseLocationsCpu,
   search: parseSearch,
 };
 

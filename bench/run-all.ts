@@ -20,6 +20,7 @@ const QUICK: Record<string, { args: string[]; env: Record<string, string> }> = {
   api: { args: ['20000', '5', '1'], env: {} },
   search: { args: ['50000'], env: { BENCH_ROUNDS: '2' } },
   locations: { args: [], env: { BENCH_ROWS: '20000', BENCH_ORGS: '1000' } },
+  'locations-cpu': { args: [], env: { BENCH_ROWS: '20000', BENCH_REPS: '1' } },
 };
 
 function benchScripts(): string[] {

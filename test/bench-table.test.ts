@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parseApi, parseImport, parseLocations, parseSearch, renderTable } from '../bench/bench-table.js';
+import {
+  parseApi,
+  parseImport,
+  parseLocations,
+  parseLocationsCpu,
+  parseSearch,
+  renderTable,
+} from '../bench/bench-table.js';
 
 // Output in the exact shapes the benchmark scripts print (bench/*.bench.ts).
 const IMPORT_OUT = `generated 200000 rows (61 MB) twice in 9.1 s
@@ -90,5 +97,19 @@ describe('bench table', () => {
     expect(lines[0]).toMatch(/^benchmark\s+figure\s+measured\s+baseline\s+ratio\s+target\s+met$/);
     expect(lines[1]).toMatch(/^locations\s+first import\s+23,474 rows\/s\s+-\s+-\s+>= 20,000 rows\/s\s+yes$/);
     expect(lines[3]).toMatch(/^api\s+\(no figures: exited with code 1\)$/);
+  });
+  it('reads the per-row CPU cost of the location import stages', () => {
+    const out = [
+      'sheet: 20000 rows, 5000 Orgs, 9.1 MiB; best of 3',
+      'read         7.58 µs CPU/row (stage +7.58)  wall 5.27 µs/row = 189,767 rows/s  GC 41% of wall',
+      'normalize   16.17 µs CPU/row (stage +8.60)  wall 12.43 µs/row = 80,429 rows/s  GC 21% of wall',
+      'encode      19.33 µs CPU/row (stage +3.16)  wall 16.29 µs/row = 61,406 rows/s  GC 17% of wall',
+    ].join('\n');
+    expect(parseLocationsCpu(out).map((r) => [r.figure, r.value, r.met])).toEqual([
+      ['read (CSV)', 7.58, undefined],
+      ['read + normalize', 16.17, undefined],
+      ['read + normalize + merge/hash', 19.33, undefined],
+    ]);
+    expect(parseLocationsCpu('nothing here')).toEqual([]);
   });
 });
