@@ -19,12 +19,13 @@ interface Sample {
 
 /**
  * A strict reader of the Prometheus text format (0.0.4): every line must be a HELP/TYPE comment or
- * a well-formed sample, or it throws. Returns the samples.
+ * a well-formed sample, or it throws. Returns the samples. Not-a-number is read in any case, as
+ * Prometheus does: prom-client writes `Nan` (e.g. the event-loop lag mean before its first sample).
  */
 function parsePrometheus(text: string): Sample[] {
   const samples: Sample[] = [];
   const sampleLine =
-    /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*)\})? (NaN|[+-]Inf|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?: -?\d+)?$/;
+    /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*)\})? ([Nn]a[Nn]|[+-]Inf|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?: -?\d+)?$/;
   for (const line of text.split('\n')) {
     if (line === '') continue;
     if (line.startsWith('# HELP ') || /^# TYPE \S+ (counter|gauge|histogram|summary|untyped)$/.test(line))
