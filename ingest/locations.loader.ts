@@ -455,7 +455,7 @@ export class LocationsLoader {
       const ref = refOf(p);
       return ref.orgDomain !== undefined || ref.companyNumber !== undefined || this.fallback !== undefined;
     };
-    const homeless = candidates.filter((p) => named(p) && !known.has(p.key) && refOf(p).businessName !== '');
+    const homeless = candidates.filter((p) => !known.has(p.key) && named(p) && refOf(p).businessName !== '');
     if (homeless.length === 0) return moved;
     const byName = await (await this.orgs(trx)).byNameOnly(trx, homeless.map(refOf));
     const from = homeless.flatMap((p, i) => {
