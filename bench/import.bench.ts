@@ -149,8 +149,12 @@ async function main() {
   } finally {
     worker.kill('SIGTERM');
     await new Promise((res) => worker.once('exit', res));
-    await producer.queue.obliterate({ force: true }).catch(() => {});
-    await producer.close();
+    // Both queues the worker used: the import jobs, and the index jobs its imports asked for.
+    const index = openProducerQueue({ queuePrefix: prefix }, REDIS, 'index');
+    for (const q of [producer, index]) {
+      await q.queue.obliterate({ force: true }).catch(() => {});
+      await q.close();
+    }
     await close();
     await admin(`drop database if exists ${dbName} with (force)`);
     rmSync(file, { force: true });
