@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -203,6 +203,7 @@ describe('API contract (records loaded through the real importers)', () => {
     // A rename: the Org keeps its stable domain; its old public domain still resolves.
     writeFileSync(registrar, registrarCsv([registrarFields('01234567', 'ACME GADGETS LTD')]));
     await importFeed(t.db, 'registrar', registrar, { country: 'GB' });
+    rmSync(dir, { recursive: true, force: true });
     app = await startTestApi({ databaseUrl: t.url, prefix: redis.prefix });
     key = (await newAccount(t.db)).api_key;
   });

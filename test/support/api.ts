@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -67,8 +67,12 @@ export const keysOf = (value: unknown) => Object.keys(value as object).sort();
 /** Loads one registered Org through the real registrar importer; returns its public domain. */
 export async function importOneOrg(db: Db, name = 'ACME WIDGETS LTD', number = '01234567'): Promise<string> {
   const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-api-'));
-  const file = path.join(dir, 'registrar.csv');
-  writeFileSync(file, registrarCsv([registrarFields(number, name)]));
-  await importFeed(db, 'registrar', file, { country: 'GB' });
+  try {
+    const file = path.join(dir, 'registrar.csv');
+    writeFileSync(file, registrarCsv([registrarFields(number, name)]));
+    await importFeed(db, 'registrar', file, { country: 'GB' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   return `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.${SUFFIX}`;
 }

@@ -1,4 +1,7 @@
 import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { databaseUrlFor, TEST_PG_ADMIN_URL, uniqueSuffix } from './env.js';
@@ -17,6 +20,13 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject) {
   const runId = uniqueSuffix();
+  // One temporary folder for the whole run, removed at its end: every test process inherits TMPDIR,
+  // so the sheets, data folders and downloads tests write under os.tmpdir() never pile up in /tmp.
+  const tmp = mkdtempSync(path.join(os.tmpdir(), `bizdir-test-${runId}-`));
+  // Searchable by others, as /tmp is: an embedded Postgres started as root runs as another user,
+  // which must pass through this folder to reach its data folder inside.
+  chmodSync(tmp, 0o755);
+  process.env.TMPDIR = tmp;
   const templateDb = `bizdir_t_${runId}_tpl`;
   const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
   await admin.connect();
@@ -40,6 +50,7 @@ export default async function setup(project: TestProject) {
 
   return async () => {
     await meili.stop();
+    rmSync(tmp, { recursive: true, force: true });
     const client = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
     await client.connect();
     const { rows } = await client.query<{ datname: string }>(
