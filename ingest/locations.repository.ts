@@ -101,7 +101,7 @@ export async function takeIds(
 ): Promise<{ locations: number[]; addresses: number[] }> {
   if (locations === 0 && addresses === 0) return { locations: [], addresses: [] };
   // The sequences are looked up once (a materialized CTE), not per row: pg_get_serial_sequence reads
-  // the catalog at each call, which made this statement 25 ms instead of 1.5 ms per 5,000 ids.
+  // the catalog at each call, which made this statement 27 ms instead of 5 ms for 5,000 + 5,000 ids.
   const { rows } = await sql<{ l: number | null; a: number | null }>`
     with s as materialized (
       select pg_get_serial_sequence('locations', 'id')::regclass as l,
