@@ -1,7 +1,8 @@
 /**
  * Location feed benchmark: 100,000 generated sheet rows across 5,000 Orgs, imported into a fresh
  * database through the same runImport the worker uses (no queue): a first import, then the same
- * file again (every row unchanged). Prints rows/s for each and the peak RSS during each.
+ * file again (every row unchanged). Prints rows/s for each, the peak RSS during each, and the CPU
+ * time of node and of the local Postgres server (which of the two bounds the import).
  *
  *   npm run bench:locations                       # 100,000 rows, 5,000 Orgs
  *   BENCH_ROWS=20000 BENCH_ORGS=1000 npm run bench:locations
@@ -9,7 +10,7 @@
  * Postgres: BENCH_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres); the benchmark
  * creates its own database `bizdir_bench_loc_*` and drops it at the end.
  */
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -38,6 +39,29 @@ async function writeSheet(file: string): Promise<void> {
 }
 
 /** Peak resident set size while `work` runs, sampled every 20 ms (process-wide maxRSS only grows). */
+/**
+ * CPU seconds used so far by the local Postgres server's processes (Linux /proc; null elsewhere or
+ * when the server runs on another machine or as a container). Says which side bounds an import.
+ */
+function postgresCpuSeconds(): number | null {
+  if (!existsSync('/proc/self/stat')) return null;
+  let ticks = 0;
+  let found = false;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+      found = true;
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return found ? ticks / 100 : null;
+}
+
 async function measured<T>(
   work: () => Promise<T>,
 ): Promise<{ result: T; seconds: number; peakMb: number; cpuSeconds: number }> {
@@ -77,12 +101,15 @@ async function main(): Promise<void> {
     const phases: [string, number][] = [];
     for (const label of ['first import', 'unchanged re-import']) {
       const run = await createRun(handle.db, { feed: 'locations', source: file, options: { full: false } });
+      const pgBefore = postgresCpuSeconds();
       const { result, seconds, peakMb, cpuSeconds } = await measured(() => runImport(deps, run.id));
+      const pgAfter = postgresCpuSeconds();
+      const pgCpu = pgBefore === null || pgAfter === null ? 'n/a' : `${(pgAfter - pgBefore).toFixed(1)} s`;
       const rate = ROWS / seconds;
       phases.push([label, rate]);
       console.log(
         `${label.padEnd(20)} ${seconds.toFixed(2)} s  ${Math.round(rate).toLocaleString('en')} rows/s  ` +
-          `peak RSS ${peakMb.toFixed(0)} MiB  node CPU ${cpuSeconds.toFixed(1)} s  (inserted ${result.inserted}, updated ${result.updated}, ` +
+          `peak RSS ${peakMb.toFixed(0)} MiB  node CPU ${cpuSeconds.toFixed(1)} s  Postgres CPU ${pgCpu}  (inserted ${result.inserted}, updated ${result.updated}, ` +
           `unchanged ${result.unchanged}, rejected ${result.rejected})`,
       );
     }
