@@ -129,6 +129,19 @@ const isOwnSlug = (slug: string, base: string) =>
 const slugBase = (org: OrgInfo, city: string | null, name: string) =>
   slugify(`${org.informal_name ?? org.name} ${city ?? name}`, 'location');
 
+type RowRef = { line: number; raw: string };
+
+/** The refused rows and warnings of one batch, stored by run-import with the batch. */
+class BatchIssues {
+  readonly list: NewIssue[] = [];
+  refuse(r: RowRef, issue: RowIssue): void {
+    this.list.push({ severity: 'rejected', line: r.line, raw: r.raw, ...issue });
+  }
+  warn(r: RowRef, warnings: readonly RowIssue[]): void {
+    for (const w of warnings) this.list.push({ severity: 'warning', line: r.line, raw: r.raw, ...w });
+  }
+}
+
 export class LocationsLoader {
   private fallback: OrgInfo | undefined;
   private readonly read: ReturnType<typeof columnsToRead>;
@@ -224,54 +237,46 @@ export class LocationsLoader {
     return this.columns.name[field] ?? field;
   }
 
-  async loadBatch(
+  /** A keyed row that its fingerprint cannot settle is normalized in the batch; it may turn out refused. */
+  private normalizeKeyed(
+    r: RowRef,
+    record: Extract<LocationRecord, { kind: 'keyed' }>,
+    issues: BatchIssues,
+  ): Extract<LocationRecord, { kind: 'row' | 'refused' }> | null {
+    const result = this.normalize(record.fields, record.fingerprint, false);
+    if (!result.ok) {
+      issues.refuse(r, result.reject);
+      return null;
+    }
+    issues.warn(r, result.warnings);
+    return result.record as Extract<LocationRecord, { kind: 'row' | 'refused' }>;
+  }
+
+  /**
+   * Which Org each row names: the rows that name a Location of a known Org, and the keys of refused
+   * rows (recorded so `--full` does not close their Locations). Only rows that will load may create a
+   * by-name Org, so a refused row never leaves an empty Org behind: a keyed row whose Org is missing
+   * is normalized first.
+   */
+  private async candidatesOf(
     trx: Transaction<Database>,
     rows: readonly BatchRow<LocationRecord>[],
-    runId: number,
-  ): Promise<BatchOutcome> {
+    issues: BatchIssues,
+  ): Promise<{ candidates: Pending[]; refusedKeys: string[] }> {
     const resolver = await this.orgs(trx);
-    const issues: NewIssue[] = [];
-    const refusedKeys: string[] = [];
-    const candidates: Pending[] = [];
-    const refuse = (r: { line: number; raw: string }, issue: RowIssue) =>
-      issues.push({ severity: 'rejected', line: r.line, raw: r.raw, ...issue });
-    const warn = (r: { line: number; raw: string }, warnings: readonly RowIssue[]) => {
-      for (const w of warnings) issues.push({ severity: 'warning', line: r.line, raw: r.raw, ...w });
-    };
-    // A keyed row is normalized here when its fingerprint cannot settle it; it may turn out refused.
-    const normalizeKeyed = (
-      r: { line: number; raw: string },
-      record: Extract<LocationRecord, { kind: 'keyed' }>,
-    ) => {
-      const result = this.normalize(record.fields, record.fingerprint, false);
-      if (!result.ok) {
-        refuse(r, result.reject);
-        return null;
-      }
-      warn(r, result.warnings);
-      return result.record;
-    };
-
-    // Which Org each row names. Only rows that will load may create a by-name Org, so a refused row
-    // never leaves an empty Org behind: a keyed row whose Org is missing is normalized first.
-    const records = rows.map((r) => r.record);
+    const records: (LocationRecord | null)[] = rows.map((r) => r.record);
     const refOf = (x: LocationRecord) => (x.kind === 'row' ? x.row.org : x.org);
     const found = await resolver.resolve(
       trx,
-      records.map(refOf),
-      records.map((x) => x.kind === 'row'),
+      rows.map((r) => refOf(r.record)),
+      rows.map((r) => r.record.kind === 'row'),
     );
     const retry: number[] = [];
-    const dropped = new Set<number>();
     rows.forEach((r, i) => {
-      const x = records[i]!;
-      if (x.kind !== 'keyed' || found[i]!.ok) return;
-      const normalized = normalizeKeyed(r, x);
-      if (normalized === null) dropped.add(i);
-      else {
-        records[i] = normalized;
-        if (normalized.kind === 'row') retry.push(i);
-      }
+      if (r.record.kind !== 'keyed' || found[i]!.ok) return;
+      const normalized = this.normalizeKeyed(r, r.record, issues);
+      records[i] = normalized;
+      if (normalized?.kind === 'row') retry.push(i);
     });
     if (retry.length > 0) {
       const again = await resolver.resolve(
@@ -284,29 +289,46 @@ export class LocationsLoader {
       });
     }
 
+    const candidates: Pending[] = [];
+    const refusedKeys: string[] = [];
     rows.forEach((r, i) => {
-      if (dropped.has(i)) return;
-      const x = records[i]!;
+      const x = records[i];
       const lookup = found[i]!;
+      if (x === null || x === undefined) return; // refused while normalizing, its issue is stored
       if (x.kind === 'refused') {
-        refuse(r, x.issue);
+        issues.refuse(r, x.issue);
         if (lookup.ok) refusedKeys.push(keyOf(lookup.org.id, x.code));
         return;
       }
       if (!lookup.ok) {
-        refuse(r, { column: this.label(lookup.field), reason: lookup.reason });
+        issues.refuse(r, { column: this.label(lookup.field), reason: lookup.reason });
         return;
       }
       const code = x.kind === 'row' ? x.row.location.code : x.code;
-      candidates.push({
-        line: r.line,
-        raw: r.raw,
-        org: lookup.org,
-        key: keyOf(lookup.org.id, code),
-        code,
-        record: x,
-      });
+      const key = keyOf(lookup.org.id, code);
+      candidates.push({ line: r.line, raw: r.raw, org: lookup.org, key, code, record: x });
     });
+    return { candidates, refusedKeys };
+  }
+
+  /**
+   * One batch, inside the transaction that also moves the run's checkpoint:
+   * 1. which Org each row names (candidatesOf);
+   * 2. the stored state of each (Org, store code), after moving by-name Locations to the Org a row
+   *    now names (adoptNamedLocations);
+   * 3. keyed rows that their fingerprint does not settle are normalized; of duplicate keys the later
+   *    row wins;
+   * 4. the keys are recorded for the run (repeats across batches, `--full`), and rows settled by
+   *    their fingerprint are counted unchanged;
+   * 5. the other rows are merged (unless merged ahead), compared by hash, and written.
+   */
+  async loadBatch(
+    trx: Transaction<Database>,
+    rows: readonly BatchRow<LocationRecord>[],
+    runId: number,
+  ): Promise<BatchOutcome> {
+    const issues = new BatchIssues();
+    const { candidates, refusedKeys } = await this.candidatesOf(trx, rows, issues);
 
     const keysOf = (ps: readonly Pending[]) => [
       ...new Map(ps.map((p) => [p.key, { orgId: p.org.id, code: p.code }])).values(),
@@ -333,10 +355,10 @@ export class LocationsLoader {
     let duplicates = 0;
     for (const p of candidates) {
       if (p.record.kind === 'keyed' && !settled(p)) {
-        const normalized = normalizeKeyed(p, p.record);
+        const normalized = this.normalizeKeyed(p, p.record, issues);
         if (normalized === null) continue;
         if (normalized.kind === 'refused') {
-          refuse(p, normalized.issue);
+          issues.refuse(p, normalized.issue);
           refusedKeys.push(p.key);
           continue;
         }
@@ -430,7 +452,7 @@ export class LocationsLoader {
       unchanged,
       duplicates,
       changedOrgIds,
-      issues,
+      issues: issues.list,
     };
   }
 
