@@ -7,7 +7,11 @@ import type { Database } from '../shared/database.js';
  * Written in each batch's transaction, so it survives a crash exactly as far as the checkpoint does.
  */
 
-/** Records keys for the run; returns those seen for the first time (the rest are duplicates). */
+/**
+ * Records keys for the run; returns those the run had recorded before (repeats: the rest are seen
+ * for the first time). Only the repeats come back, usually none, so a batch of thousands of keys
+ * does not send them all back to be parsed.
+ */
 export async function recordRunKeys(
   trx: Transaction<Database>,
   runId: number,
@@ -15,10 +19,14 @@ export async function recordRunKeys(
 ): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
   const { rows } = await sql<{ key: string }>`
-    insert into import_run_keys (run_id, key)
-    select ${runId}, k from unnest(${keys}::text[]) as k
-    on conflict do nothing
-    returning key`.execute(trx);
+    with added as (
+      insert into import_run_keys (run_id, key)
+      select ${runId}, k from unnest(${keys}::text[]) as k
+      on conflict do nothing
+      returning key)
+    select k as key from unnest(${keys}::text[]) as k
+    except
+    select key from added`.execute(trx);
   return new Set(rows.map((r) => r.key));
 }
 

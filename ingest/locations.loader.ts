@@ -375,13 +375,13 @@ export class LocationsLoader {
         unique.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
       );
     }
-    const firstSeen = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
+    const seenBefore = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
 
     const repeats = new Set<Pending>();
     const toMerge: Loaded[] = [];
     let unchanged = 0;
     for (const p of unique) {
-      const repeat = !firstSeen.has(p.key);
+      const repeat = seenBefore.has(p.key);
       if (repeat) {
         duplicates++;
         repeats.add(p);
@@ -445,7 +445,7 @@ export class LocationsLoader {
     // The Orgs that gave up a Location get their default settled again.
     await settleDefaults(trx, movedFrom, runId);
     const changedOrgIds = [...new Set([...inserts, ...updates].map((x) => x.p.org.id).concat(movedFrom))];
-    const counted = (xs: { p: Pending }[]) => xs.filter((x) => firstSeen.has(x.p.key)).length;
+    const counted = (xs: { p: Pending }[]) => xs.filter((x) => !seenBefore.has(x.p.key)).length;
     return {
       inserted: counted(inserts),
       updated: counted(updates),

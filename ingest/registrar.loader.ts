@@ -211,9 +211,9 @@ export async function loadRegistrarBatch(
   // Has this run met a number before? Orgs it wrote carry its id in last_run_id; the ones it found
   // unchanged (and so did not write) are listed in import_run_keys. A new number cannot be a repeat.
   const unwritten = [...existing.values()].filter((e) => e.last_run_id !== ctx.runId).map((e) => e.number);
-  const firstSeen = await recordRunKeys(trx, ctx.runId, unwritten);
+  const seenBefore = await recordRunKeys(trx, ctx.runId, unwritten);
   const isRepeat = (number: string, found: Existing | undefined) =>
-    found !== undefined && (found.last_run_id === ctx.runId || !firstSeen.has(number));
+    found !== undefined && (found.last_run_id === ctx.runId || seenBefore.has(number));
 
   const stale = [...existing.values()].filter(
     (e) => e.address_id !== null && e.content_hash !== last.get(e.number)!.record.orgHash,
