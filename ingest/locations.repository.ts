@@ -100,19 +100,23 @@ export async function takeIds(
   addresses: number,
 ): Promise<{ locations: number[]; addresses: number[] }> {
   if (locations === 0 && addresses === 0) return { locations: [], addresses: [] };
-  // The sequences are looked up once (a materialized CTE), not per row: pg_get_serial_sequence reads
-  // the catalog at each call, which made this statement 27 ms instead of 5 ms for 5,000 + 5,000 ids.
-  const { rows } = await sql<{ l: number | null; a: number | null }>`
-    with s as materialized (
-      select pg_get_serial_sequence('locations', 'id')::regclass as l,
-        pg_get_serial_sequence('addresses', 'id')::regclass as a)
-    select case when g <= ${locations}::int then nextval(s.l) end as l,
-      case when g <= ${addresses}::int then nextval(s.a) end as a
-    from s, generate_series(1, greatest(${locations}::int, ${addresses}::int)) g`.execute(trx);
-  return {
-    locations: rows.flatMap((r) => (r.l === null ? [] : [r.l])),
-    addresses: rows.flatMap((r) => (r.a === null ? [] : [r.a])),
-  };
+  // Each sequence is looked up once (the `offset 0` subquery is not flattened), not per row:
+  // pg_get_serial_sequence reads the catalog at each call (27 ms instead of 5 ms for 5,000 + 5,000 ids).
+  // The ids come back as two comma-separated strings: one row to parse instead of thousands.
+  const idsFrom = (table: 'locations' | 'addresses', n: number) => sql`(
+    select string_agg(nextval(q.seq)::text, ',')
+    from (select pg_get_serial_sequence(${table}, 'id')::regclass as seq offset 0) q,
+      generate_series(1, ${n}::int))`;
+  const { rows } = await sql<{ l: string | null; a: string | null }>`
+    select ${idsFrom('locations', locations)} as l, ${idsFrom('addresses', addresses)} as a`.execute(trx);
+  const ids = (list: string | null | undefined) =>
+    list
+      ? list
+          .split(',')
+          .map(Number)
+          .sort((x, y) => x - y)
+      : [];
+  return { locations: ids(rows[0]?.l), addresses: ids(rows[0]?.a) };
 }
 
 export interface AddressWrite {
