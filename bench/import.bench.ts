@@ -10,6 +10,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { createRun, getRun, type ImportRun } from '../ingest/import-runs.repository.js';
 import { enqueueImportRun, openProducerQueue } from '../jobs/queue.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { copyLine } from '../shared/pg-copy.js';
 import { writeRegistrarFile } from './registrar-generate.js';
 
 /**
@@ -51,9 +52,6 @@ async function admin(sqlText: string) {
 }
 
 /** COPY text format: backslash, tab and line breaks escaped. */
-const copyValue = (v: string) =>
-  v.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
-
 async function baseline(file: string): Promise<number> {
   const client = new pg.Client({ connectionString: dbUrl });
   await client.connect();
@@ -70,7 +68,7 @@ async function baseline(file: string): Promise<number> {
           done();
           return;
         }
-        done(null, `${row.map(copyValue).join('\t')}\n`);
+        done(null, copyLine(row));
       },
     });
     await pipeline(

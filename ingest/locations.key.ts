@@ -12,7 +12,8 @@ export interface LocationKey {
 }
 
 const COUNTRY_ALIASES: Record<string, string> = { UK: 'GB' };
-const ISO_SHAPE = /^[A-Z]{2}$/;
+/** What a country cell must look like after countryOf (its existence is not checked here). */
+export const ISO_SHAPE = /^[A-Z]{2}$/;
 
 /** Sheet text: trimmed, CRLF line breaks made LF, empty = null. */
 export function sheetText(value: string): string | null {

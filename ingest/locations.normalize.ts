@@ -1,7 +1,7 @@
 import type { HoursEntryJson, LinksJson, PhonesJson } from '../shared/database.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import { HoursCache, isRealDate, splitList } from './locations.hours.js';
-import { countryOf, sheetText } from './locations.key.js';
+import { countryOf, ISO_SHAPE, sheetText as text } from './locations.key.js';
 import { regionOf } from './locations.regions.js';
 
 /**
@@ -96,8 +96,6 @@ export function urlOf(text: string): string | null {
   }
   return null;
 }
-
-const text = sheetText;
 
 const LAT_LONG = [
   ['latitude', 'latitude', 90],
@@ -256,7 +254,7 @@ function readRow(r: RowReader): NormalizedLocation {
   if (code === null)
     return { ok: false, issue: { column: r.label('storeCode'), reason: 'store code is empty' } };
   if (businessName === null) return refuse(r, 'businessName', 'business name is empty', code, org);
-  if (!/^[A-Z]{2}$/.test(country)) {
+  if (!ISO_SHAPE.test(country)) {
     const reason = country === '' ? 'country is empty' : `"${country}" is not an ISO 3166 country code`;
     return refuse(r, 'country', reason, code, org);
   }

@@ -10,9 +10,9 @@ import type {
 } from './locations.records.js';
 
 /**
- * Set-based writes for the location feed: each function is one statement over a whole batch
- * (keys as array parameters, rows as one JSON document), so a batch costs a handful of round trips
- * whatever its size, and the number of bind parameters never grows with it.
+ * Set-based writes for the location feed: each function is one statement over a whole batch (keys
+ * as array parameters; new rows through COPY, changed rows as one JSON document), so a batch costs a
+ * handful of round trips whatever its size, and the number of bind parameters never grows with it.
  */
 
 type Trx = Transaction<Database>;
@@ -127,7 +127,8 @@ export interface AddressWrite {
 }
 
 /**
- * A batch travels as one JSON document read by json_to_recordset: one native JSON.stringify here
+ * Changed rows (updates) travel as one JSON document read by json_to_recordset (new rows go through
+ * COPY, below): one native JSON.stringify here
  * and one parse in Postgres, instead of a dozen array parameters escaped element by element. Nested
  * values ride along as text and are cast per row (jsonb, text[]): measured, that is several times
  * cheaper than letting json_to_recordset build jsonb or arrays itself, or unnesting in subqueries.
