@@ -122,6 +122,8 @@ interface Loaded extends Pending {
 }
 
 const keyOf = (orgId: number, code: string) => `${orgId}:${code}`;
+/** How a row names its Org, whatever stage it is at. */
+const refOf = (x: LocationRecord): OrgRef => (x.kind === 'row' ? x.row.org : x.org);
 const isOwnSlug = (slug: string, base: string) =>
   slug === base || (slug.startsWith(`${base}-`) && /^\d+$/.test(slug.slice(base.length + 1)));
 
@@ -265,7 +267,6 @@ export class LocationsLoader {
   ): Promise<{ candidates: Pending[]; refusedKeys: string[] }> {
     const resolver = await this.orgs(trx);
     const records: (LocationRecord | null)[] = rows.map((r) => r.record);
-    const refOf = (x: LocationRecord) => (x.kind === 'row' ? x.row.org : x.org);
     const found = await resolver.resolve(
       trx,
       rows.map((r) => refOf(r.record)),
@@ -471,15 +472,19 @@ export class LocationsLoader {
   ): Promise<Map<number, number>> {
     const moved = new Map<number, number>();
     const known = new Set(states.map((e) => keyOf(e.org_id, e.code)));
-    const refOf = (p: Pending) => (p.record.kind === 'row' ? p.record.row.org : p.record.org);
     // Only a row whose Org was named (not found by its business name) can have a by-name Org apart.
     const named = (p: Pending) => {
-      const ref = refOf(p);
+      const ref = refOf(p.record);
       return ref.orgDomain !== undefined || ref.companyNumber !== undefined || this.fallback !== undefined;
     };
-    const homeless = candidates.filter((p) => !known.has(p.key) && named(p) && refOf(p).businessName !== '');
+    const homeless = candidates.filter(
+      (p) => !known.has(p.key) && named(p) && refOf(p.record).businessName !== '',
+    );
     if (homeless.length === 0) return moved;
-    const byName = await (await this.orgs(trx)).byNameOnly(trx, homeless.map(refOf));
+    const byName = await (await this.orgs(trx)).byNameOnly(
+      trx,
+      homeless.map((p) => refOf(p.record)),
+    );
     const from = homeless.flatMap((p, i) => {
       const org = byName[i];
       return org && org.id !== p.org.id ? [{ p, orgId: org.id }] : [];
