@@ -4,7 +4,8 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import { opsPlugin } from './ops/ops.plugin.js';
 import { creditsPlugin } from './plugins/credits.plugin.js';
-import { errorsPlugin } from './plugins/errors.plugin.js';
+import { MAX_PATH_PARAM_LENGTH } from './plugins/error-mapping.js';
+import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from './plugins/errors.plugin.js';
 import { infraPlugin } from './plugins/infra.plugin.js';
 import { swaggerPlugin } from './plugins/swagger.plugin.js';
 import { ROUTE_PLUGINS } from './routes/index.js';
@@ -32,6 +33,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     // No implicit HEAD twins: a HEAD would pass auth and spend a credit on a body nobody receives.
     exposeHeadRoutes: false,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    // Errors raised before the error handler can see them, answered in our `{code, message}` shape
+    // (Fastify's own bodies echo the URL, api_key included): router errors, HTTP parser errors, and
+    // requests arriving while the server closes (errors.plugin.ts answers those).
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    return503OnClosing: false,
   });
   app.setValidatorCompiler(validatorCompiler());
   // JSON only (DECISIONS.md, Contacts): text bodies get 415 instead of being parsed as strings.

@@ -1,6 +1,8 @@
 import { Ajv } from 'ajv';
 import formatsModule from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
+
+type FastifyValidationResult = ReturnType<FastifySchemaCompiler<unknown>>;
 
 // ajv-formats is CommonJS (module.exports is the plugin); NodeNext types it as a namespace.
 const addFormats = formatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -21,9 +23,55 @@ function makeAjv(coerce: boolean): Ajv {
   return ajv;
 }
 
-/** Fastify validator compiler: strict for bodies, coercing for querystring, params and headers. */
+/**
+ * A NUL or a lone UTF-16 surrogate (`\ud800` in JSON, `%ED%A0%80` in a URL). Postgres stores
+ * neither (NUL is refused; a lone surrogate is refused in jsonb and silently becomes U+FFFD in text),
+ * so both are refused at the edge instead of failing deep inside a query.
+ * With the `u` flag a well-formed surrogate pair is one code point and does not match.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is one of the characters looked for.
+const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u;
+
+/** The first string value (at any depth) holding an unstorable character, as an Ajv-style error. */
+export function findUnstorableText(value: unknown, path = ''): FastifySchemaValidationError | null {
+  if (typeof value === 'string') {
+    return UNSTORABLE.test(value)
+      ? {
+          instancePath: path,
+          keyword: 'text',
+          schemaPath: '',
+          params: {},
+          message: 'must not contain NUL or unpaired surrogate characters',
+        }
+      : null;
+  }
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, item] of Object.entries(value)) {
+    const issue = findUnstorableText(item, `${path}/${key}`);
+    if (issue) return issue;
+  }
+  return null;
+}
+
+/**
+ * Fastify validator compiler: strict for bodies, coercing for querystring, params and headers. Every
+ * part a route gives a schema for is also checked for unstorable text (400 naming the field), so a
+ * new route gets the check without doing anything.
+ */
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart }) => {
+    const schemaCheck = (httpPart === 'body' ? strict : coercing).compile(schema as object);
+    const validate: FastifyValidationResult = (data: unknown) => {
+      if (!schemaCheck(data)) {
+        validate.errors = schemaCheck.errors as FastifySchemaValidationError[] | null;
+        return false;
+      }
+      const issue = findUnstorableText(data);
+      validate.errors = issue ? [issue] : null;
+      return issue === null;
+    };
+    return validate;
+  };
 }

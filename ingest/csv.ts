@@ -46,6 +46,8 @@ interface RawRecord {
 }
 
 const CR = 13;
+const NUL = '\u0000';
+const NUL_SHOWN = '\u2400';
 
 /**
  * Cuts decoded text into records; blank lines are skipped (but counted). Yields the records each
@@ -62,10 +64,18 @@ async function* rawRecords(stream: Readable, maxChars: number): AsyncGenerator<R
   let linesInRecord = 0; // line breaks between start and pos
   let first = true;
   let out: RawRecord[] = [];
+  // Set once any chunk held a NUL: only then is each record searched for one.
+  let sawNul = false;
 
   const take = (end: number, error?: string): void => {
     let raw = buf.slice(start, end);
     if (raw.charCodeAt(raw.length - 1) === CR) raw = raw.slice(0, -1);
+    if (sawNul && raw.includes(NUL)) {
+      // Postgres text cannot hold a NUL: the record is rejected here (its raw text kept, the NUL shown
+      // as ␀) instead of failing the batch it would reach the database in.
+      raw = raw.replaceAll(NUL, NUL_SHOWN);
+      error ??= 'contains a NUL (0x00) character, shown as ␀';
+    }
     if (raw.length > 0) out.push(error ? { line, raw, error } : { line, raw });
     line += linesInRecord + 1;
     linesInRecord = 0;
@@ -128,6 +138,7 @@ async function* rawRecords(stream: Readable, maxChars: number): AsyncGenerator<R
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       first = false;
     }
+    if (!sawNul && text.includes(NUL)) sawNul = true;
     // Drop what was consumed so the buffer holds at most one partial record plus one chunk.
     buf = buf.slice(start) + text;
     pos -= start;
@@ -136,7 +147,9 @@ async function* rawRecords(stream: Readable, maxChars: number): AsyncGenerator<R
     yield found();
     if (error) throw error;
   }
-  buf = buf.slice(start) + decoder.end();
+  const tail = decoder.end();
+  if (tail.includes(NUL)) sawNul = true;
+  buf = buf.slice(start) + tail;
   pos -= start;
   start = 0;
   const error = scan();
@@ -222,8 +235,9 @@ export async function openCsv(stream: Readable, options: CsvReaderOptions = {}):
     first = step.value;
   }
   const head = first[0]!;
-  // Binary data (a zip or image given as CSV) shows NULs or undecodable bytes in its first "line".
-  if (head.error || head.raw.includes('\u0000') || (head.raw.match(/\uFFFD/g)?.length ?? 0) > 2) {
+  // Binary data (a zip or image given as CSV) shows NULs (an error record, see take) or undecodable
+  // bytes in its first "line".
+  if (head.error || (head.raw.match(/\uFFFD/g)?.length ?? 0) > 2) {
     await it.return(undefined);
     throw new FeedFormatError('the file is not CSV text');
   }

@@ -2,6 +2,12 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError } from 'fastify';
 import { HttpError } from '../../shared/errors.js';
 
+/**
+ * Longest path parameter the router accepts (Fastify's default is 100): every legal domain (253
+ * characters, 254 with a trailing dot) must reach its route and get a 404 when nothing matches.
+ */
+export const MAX_PATH_PARAM_LENGTH = 300;
+
 export interface ErrorBody {
   code: number;
   message: string;
@@ -45,11 +51,15 @@ interface AjvError {
   parentSchema?: { minimum?: number; maximum?: number; type?: unknown; format?: string };
 }
 
+/** A client-chosen name quoted in a message: bounded, so a 10 KB field name is not sent back whole. */
+const clip = (name: string) => (name.length > 64 ? `${name.slice(0, 64)}…` : name);
+
 /** A schema validation failure as one sentence naming the field. */
 export function validationReason(errors: readonly AjvError[], context: string | undefined): string {
   const e = errors[0];
   if (!e) return 'invalid request';
-  if (e.keyword === 'additionalProperties') return `unknown field ${String(e.params.additionalProperty)}`;
+  if (e.keyword === 'additionalProperties')
+    return `unknown field ${clip(String(e.params.additionalProperty))}`;
   if (e.keyword === 'required') return `${String(e.params.missingProperty)} is required`;
   const field =
     e.instancePath.replace(/^\//, '').replace(/\//g, '.') ||
@@ -88,6 +98,15 @@ export function classifyError(error: unknown): { status: number; reason: string;
       return { status: 400, reason: 'body is not valid JSON', internal: false };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, reason: 'Content-Length does not match the body', internal: false };
+    // The router's own errors: Fastify's wording quotes the whole URL, api_key included, so never reuse it.
+    case 'FST_ERR_BAD_URL':
+      return { status: 400, reason: 'the path is not valid percent-encoded UTF-8', internal: false };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return {
+        status: 414,
+        reason: `a path segment is longer than ${MAX_PATH_PARAM_LENGTH} characters`,
+        internal: false,
+      };
   }
   if (error instanceof SyntaxError && fe.statusCode === 400) {
     return { status: 400, reason: 'body is not valid JSON', internal: false };

@@ -1,10 +1,14 @@
+import { randomUUID } from 'node:crypto';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { classifyError, errorBody } from './error-mapping.js';
 
 /**
  * One error handler: every non-200 is `{code, message}` (DECISIONS.md, Errors) and nothing internal
  * reaches the client. A path that exists under another method answers 405 with `Allow`, any other
- * unknown route 404.
+ * unknown route 404. A closing server answers new requests 503 in the same shape.
  */
 export const errorsPlugin = fp(
   async (app) => {
@@ -32,6 +36,67 @@ export const errorsPlugin = fp(
       }
       return reply.code(404).send(errorBody(404, 'No route matches this path'));
     });
+
+    // Requests that reach a server already closing (pipelined, or on a busy keep-alive connection).
+    // Fastify's own answer to them (return503OnClosing, turned off in buildApp) has its own shape.
+    let closing = false;
+    app.addHook('preClose', async () => {
+      closing = true;
+    });
+    app.addHook('onRequest', async (_request, reply) => {
+      if (!closing) return;
+      return reply
+        .code(503)
+        .header('connection', 'close')
+        .send(errorBody(503, 'the server is shutting down, retry shortly'));
+    });
   },
   { name: 'bizdir-errors' },
 );
+
+/**
+ * Fastify's `frameworkErrors`: errors the router raises before any route or hook runs (a path that is
+ * not valid percent-encoding, an overlong path parameter). Fastify's default body quotes the whole URL,
+ * `api_key` included; this one says what is wrong and nothing else.
+ */
+export function frameworkErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const { status, reason } = classifyError(error);
+  reply
+    .code(status)
+    .header('x-request-id', request.id)
+    .type('application/json')
+    .send(errorBody(status, reason));
+}
+
+/**
+ * Node's HTTP parser refused the request (headers over the size limit, an unknown method, broken
+ * framing, a request too slow to arrive): there is no request object, so the answer is written to
+ * the socket, in our shape, and the connection closed, as Fastify's default handler does.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'the request did not arrive in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, `the request line and headers are larger than ${maxHeaderSize} bytes`]
+        : error.code === 'HPE_INVALID_METHOD'
+          ? [400, 'unknown HTTP method']
+          : [400, 'the request is not valid HTTP/1.1'];
+  const body = JSON.stringify(errorBody(status, reason));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${randomUUID()}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy(error);
+}

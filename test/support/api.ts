@@ -21,6 +21,8 @@ export interface TestApiOptions {
   clock?: () => Date;
   /** Search index of this test (testIndexName()); default: a fresh unique name. */
   meiliIndex?: string;
+  /** false: not made ready, so the test can still add routes of its own. */
+  ready?: boolean;
 }
 
 /** A real app on the test's own database and Redis prefix, exercised through inject(). */
@@ -35,7 +37,7 @@ export async function startTestApi(opts: TestApiOptions): Promise<FastifyInstanc
     ...meiliEnv(opts.meiliIndex ?? testIndexName('api')),
   });
   const app = await buildApp({ config, ...(opts.clock ? { clock: opts.clock } : {}) });
-  await app.ready();
+  if (opts.ready !== false) await app.ready();
   return app;
 }
 
