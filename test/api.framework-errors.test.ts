@@ -170,6 +170,42 @@ describe('framework errors', () => {
   });
 });
 
+describe('the API docs', () => {
+  it('redirect without repeating the query string (and its api_key)', async () => {
+    const res = await rawRequest(port, 'GET', `/docs/static/index.html?api_key=${key}`);
+    expect(res.status).toBe(302);
+    expect(res.headers.location).toBe('/docs/static/index.html');
+    expect(res.raw).not.toContain(key);
+    const next = await rawRequest(port, 'GET', res.headers.location!);
+    expect({ status: next.status, location: next.headers.location }).toEqual({
+      status: 302,
+      location: '/docs/',
+    });
+  });
+});
+
+describe('validation messages', () => {
+  it('an empty domain is 400 "must not be empty", in words rather than the validator\'s', async () => {
+    const res = await rawRequest(port, 'GET', `/v1/org//locations?api_key=${key}`);
+    expectError(res, 400, 'Bad Request: domain must not be empty');
+  });
+
+  it('quote at most 64 characters of a name the client chose', async () => {
+    const name = 'n'.repeat(10_000);
+    const res = await rawRequest(port, 'POST', `/v1/contact?api_key=${key}`, {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ full_name: 'A B', [name]: 1 }),
+    });
+    expectError(res, 400, `Bad Request: unknown field ${'n'.repeat(64)}…`);
+    const query = await rawRequest(port, 'GET', `/v1/org/search?api_key=${key}&${name}=%00`);
+    expectError(
+      query,
+      400,
+      `Bad Request: ${'n'.repeat(64)}… must not contain NUL or unpaired surrogate characters`,
+    );
+  });
+});
+
 describe('a server that is closing', () => {
   it('answers a request still arriving on an open connection 503 in our shape', async () => {
     const closingApp = await startTestApi({ databaseUrl: t.url, prefix: redisNs.prefix, ready: false });

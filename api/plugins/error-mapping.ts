@@ -51,7 +51,7 @@ interface AjvError {
   parentSchema?: { minimum?: number; maximum?: number; type?: unknown; format?: string };
 }
 
-/** A client-chosen name quoted in a message: bounded, so a 10 KB field name is not sent back whole. */
+/** A client-chosen name quoted in a message: bounded, so a 10 KB parameter name is not sent back whole. */
 const clip = (name: string) => (name.length > 64 ? `${name.slice(0, 64)}…` : name);
 
 /** A schema validation failure as one sentence naming the field. */
@@ -61,9 +61,10 @@ export function validationReason(errors: readonly AjvError[], context: string | 
   if (e.keyword === 'additionalProperties')
     return `unknown field ${clip(String(e.params.additionalProperty))}`;
   if (e.keyword === 'required') return `${String(e.params.missingProperty)} is required`;
-  const field =
+  const field = clip(
     e.instancePath.replace(/^\//, '').replace(/\//g, '.') ||
-    (context === 'body' ? 'body' : (context ?? 'request'));
+      (context === 'body' ? 'body' : (context ?? 'request')),
+  );
   const s = e.parentSchema ?? {};
   if (s.type === 'integer' && (s.minimum !== undefined || s.maximum !== undefined)) {
     if (s.maximum !== undefined)
@@ -78,6 +79,11 @@ export function validationReason(errors: readonly AjvError[], context: string | 
   }
   if (e.keyword === 'format' && e.params.format === 'email') return `${field} must be a valid email address`;
   if (e.keyword === 'maxLength') return `${field} must be at most ${String(e.params.limit)} characters`;
+  if (e.keyword === 'minLength') {
+    return e.params.limit === 1
+      ? `${field} must not be empty`
+      : `${field} must be at least ${String(e.params.limit)} characters`;
+  }
   return `${field} ${e.message ?? 'is invalid'}`;
 }
 

@@ -22,7 +22,18 @@ export const swaggerPlugin = fp(
         },
       },
     });
-    await app.register(swaggerUi, { routePrefix: '/docs' });
+    await app.register(async (docs) => {
+      // The UI's redirects repeat the request's URL, query string and so any api_key included (and
+      // `/docs/static/index.html?x` to itself): they keep the path only.
+      docs.addHook('onSend', async (_request, reply, payload) => {
+        const location = reply.getHeader('location');
+        if (typeof location === 'string' && location.includes('?')) {
+          reply.header('location', location.slice(0, location.indexOf('?')));
+        }
+        return payload;
+      });
+      await docs.register(swaggerUi, { routePrefix: '/docs' });
+    });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   },
   { name: 'bizdir-swagger' },
