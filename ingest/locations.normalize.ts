@@ -79,6 +79,14 @@ export function yearOf(text: string): number | null {
   return y;
 }
 
+/**
+ * Both are keys of btree indexes (a Location by Org and store code; an Org without a register entry
+ * by lower-case name), whose entries Postgres caps near 2,700 bytes: a longer value would fail the
+ * whole batch. The bounds leave room for 4-byte characters and sit far above real sheets' values.
+ */
+const MAX_STORE_CODE = 200;
+const MAX_BUSINESS_NAME = 500;
+
 const PLAIN_URL = /^https?:\/\/[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?([/?#][^\s]*)?$/i;
 
 /** An http(s) URL; a bare host such as `example.com/x` gets `https://`. Null when it is no URL. */
@@ -253,7 +261,20 @@ function readRow(r: RowReader): NormalizedLocation {
   if (companyNumber) org.companyNumber = companyNumber;
   if (code === null)
     return { ok: false, issue: { column: r.label('storeCode'), reason: 'store code is empty' } };
+  if (code.length > MAX_STORE_CODE) {
+    const reason = `store code is longer than ${MAX_STORE_CODE} characters`;
+    return { ok: false, issue: { column: r.label('storeCode'), reason } };
+  }
   if (businessName === null) return refuse(r, 'businessName', 'business name is empty', code, org);
+  if (businessName.length > MAX_BUSINESS_NAME) {
+    return refuse(
+      r,
+      'businessName',
+      `business name is longer than ${MAX_BUSINESS_NAME} characters`,
+      code,
+      org,
+    );
+  }
   if (!ISO_SHAPE.test(country)) {
     const reason = country === '' ? 'country is empty' : `"${country}" is not an ISO 3166 country code`;
     return refuse(r, 'country', reason, code, org);

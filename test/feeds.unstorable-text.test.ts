@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,8 +10,8 @@ import { importFeed } from './support/import.js';
 import { registrarCsv, registrarFields, registrarLine } from './support/registrar-csv.js';
 
 /**
- * A NUL byte in a feed row (Postgres text cannot hold one) used to fail the whole batch, and with
- * it the run. It is a rejected row with a reason; the rows around it load.
+ * A NUL byte in a feed row (Postgres text cannot hold one), or a key too long for its index, used to
+ * fail the whole batch, and with it the run. Each is a rejected row with a reason; the others load.
  */
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-nul-'));
 const file = (name: string, content: string) => {
@@ -37,7 +38,7 @@ const issuesOf = (runId: number) =>
     .orderBy('line_number')
     .execute();
 
-describe('a NUL in a feed row', () => {
+describe('feed rows Postgres cannot store', () => {
   it('registrar: the row is rejected with its reason and raw text, the others load', async () => {
     const nulRow = registrarLine(registrarFields('00000002', 'NUL\u0000 TRADING LTD'));
     const csv = registrarCsv([
@@ -75,6 +76,24 @@ describe('a NUL in a feed row', () => {
     ]);
     const codes = await t.db.selectFrom('locations').select('code').orderBy('code').execute();
     expect(codes.map((l) => l.code)).toEqual(['S1', 'S4']);
+  });
+
+  it('locations: a store code or business name too long for its index is a rejected row', async () => {
+    // Random text, which Postgres cannot compress below its index entry limit.
+    const random = (n: number) => randomBytes(n).toString('base64url').slice(0, n);
+    const sheet = [
+      'Store code,Business name,Address line 1,Locality,Country / Region',
+      `${random(201)},Long Keys Ltd,1 High Street,Leeds,GB`,
+      `L2,${random(501)},2 High Street,Leeds,GB`,
+      `${random(200)},Long Keys Ltd,3 High Street,Leeds,GB`,
+    ].join('\n');
+    const run = await importFeed(t.db, 'locations', file('long.csv', `${sheet}\n`));
+    expect(run).toMatchObject({ status: 'succeeded', rows_read: 3, inserted: 1, rejected: 2 });
+    const issues = await issuesOf(run.id);
+    expect(issues.map((i) => [i.line_number, i.column_name, i.reason])).toEqual([
+      [2, 'Store code', 'store code is longer than 200 characters'],
+      [3, 'Business name', 'business name is longer than 500 characters'],
+    ]);
   });
 
   it('CSV reading: the record keeps its line, later lines keep theirs, a NUL header is not CSV', async () => {
