@@ -38,6 +38,7 @@ function expectError(res: RawResponse, status: number, message: string): void {
     body: { code: status, message },
   });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   expect(res.raw).not.toContain(key);
   expect(res.raw).not.toContain('FST_');
 }
@@ -54,7 +55,6 @@ describe('framework errors', () => {
   ])('a path with %s is 400, without echoing the URL or the api_key', async (_label, path) => {
     const res = await rawRequest(port, 'GET', `${path}?api_key=${key}`);
     expectError(res, 400, BAD_URL);
-    expect(res.headers['x-request-id']).toEqual(expect.any(String));
   });
 
   it('every legal domain reaches its route (up to 253 characters) and gets 404 when nothing matches', async () => {

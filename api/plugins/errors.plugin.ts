@@ -43,11 +43,12 @@ export const errorsPlugin = fp(
     app.addHook('preClose', async () => {
       closing = true;
     });
-    app.addHook('onRequest', async (_request, reply) => {
+    app.addHook('onRequest', async (request, reply) => {
       if (!closing) return;
       return reply
         .code(503)
         .header('connection', 'close')
+        .header('x-request-id', request.id)
         .send(errorBody(503, 'the server is shutting down, retry shortly'));
     });
   },
