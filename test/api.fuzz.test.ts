@@ -23,7 +23,7 @@ import { testQueuePrefix } from './support/redis.js';
  * the answers spread.
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_114);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 3_000);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 2_000);
 const CONCURRENCY = 8;
 /** Routes whose 200 reports usage but costs nothing (DECISIONS.md: the usage endpoint is free). */
 const FREE_ROUTES = new Set(['GET /v1/usage']);
