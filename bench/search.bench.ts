@@ -5,20 +5,15 @@ import { sql } from 'kysely';
 import { createAccount } from '../api/accounts/account.service.js';
 import { buildApp } from '../api/app.js';
 import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
+import { createMeiliClient, ensureOrgIndex, INDEXING_TIMEOUT_MS, succeeded } from '../search/meili-client.js';
+import { foldName, toOrgDocument } from '../search/org-document.js';
+import { reindex } from '../search/reindex.js';
+import { searchOrgs } from '../search/search-orgs.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { createLogger } from '../shared/logger.js';
 import { createRedis } from '../shared/redis.js';
-import {
-  createMeiliClient,
-  ensureOrgIndex,
-  INDEXING_TIMEOUT_MS,
-  succeeded,
-} from '../shared/search/meili-client.js';
-import { startMeiliServer } from '../shared/search/meili-server.js';
-import { foldName, toOrgDocument } from '../shared/search/org-document.js';
-import { reindex } from '../shared/search/reindex.js';
-import { searchOrgs } from '../shared/search/search-orgs.js';
+import { startMeiliServer } from '../shared/services/meili-server.js';
 import {
   createBenchDatabase,
   createTrigramIndex,

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { prng } from '../bench/org-names.js';
-import {
-  encodeFolded,
-  encodeQuery,
-  foldName,
-  MAX_SUFFIX_BYTES,
-  nameKeys,
-} from '../shared/search/org-document.js';
+import { encodeFolded, encodeQuery, foldName, MAX_SUFFIX_BYTES, nameKeys } from '../search/org-document.js';
 
 const ALPHABET = [
   'a',

@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMeiliClient, ensureOrgIndex } from '../shared/search/meili-client.js';
-import { pendingChanges, syncOutbox } from '../shared/search/org-sync.js';
-import { reindex } from '../shared/search/reindex.js';
-import { searchOrgs } from '../shared/search/search-orgs.js';
-import { driftCount, verifyIndex } from '../shared/search/verify.js';
+import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
+import { pendingChanges, syncOutbox } from '../search/org-sync.js';
+import { reindex } from '../search/reindex.js';
+import { searchOrgs } from '../search/search-orgs.js';
+import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';

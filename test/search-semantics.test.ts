@@ -1,10 +1,10 @@
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMeiliClient, ensureOrgIndex } from '../shared/search/meili-client.js';
-import { foldName } from '../shared/search/org-document.js';
-import type { OrgSort } from '../shared/search/org-search.js';
-import { syncOutbox } from '../shared/search/org-sync.js';
-import { searchOrgs } from '../shared/search/search-orgs.js';
+import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
+import { foldName } from '../search/org-document.js';
+import type { OrgSort } from '../search/org-search.js';
+import { syncOutbox } from '../search/org-sync.js';
+import { searchOrgs } from '../search/search-orgs.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, renameOrg, type TestOrg } from './support/orgs.js';

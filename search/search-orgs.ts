@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../db.js';
-import { parseDomain } from '../domains.js';
+import type { Db } from '../shared/db.js';
+import { parseDomain } from '../shared/domains.js';
 import { type OrgSearchPage, type OrgSearchQuery, searchOrgIds } from './org-search.js';
 
 /**

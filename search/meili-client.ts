@@ -5,7 +5,7 @@ import {
   MeilisearchError,
   type Task,
 } from 'meilisearch';
-import { type Config, LOCAL_DEFAULTS } from '../config.js';
+import { type Config, LOCAL_DEFAULTS } from '../shared/config.js';
 import { ORG_INDEX_PRIMARY_KEY, ORG_INDEX_SETTINGS, REQUIRED_FEATURES } from './index-definition.js';
 
 /**

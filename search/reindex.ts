@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../db.js';
+import type { Db } from '../shared/db.js';
 import { ensureOrgIndex, indexExists, succeeded } from './meili-client.js';
 import { toOrgDocument } from './org-document.js';
 import { readOrgDocuments, withIndexerLock, writeDocuments } from './org-sync.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../db.js';
+import type { Db } from '../shared/db.js';
 import { succeeded } from './meili-client.js';
 import { type OrgDocument, toOrgDocument } from './org-document.js';
 

@@ -1,5 +1,5 @@
 import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../db.js';
+import type { Db } from '../shared/db.js';
 import { foldName } from './org-document.js';
 
 /**
