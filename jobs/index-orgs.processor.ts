@@ -15,7 +15,7 @@ import type { ProcessorFactory } from './registry.js';
 const INDEX_JOB: JobName<'index'> = 'index-orgs';
 
 /** How often a worker sweeps the outbox even when nobody asked: catch-up after Meilisearch was down. */
-export const SWEEP_EVERY_MS = 5_000;
+export const SWEEP_EVERY_MS = 1_000;
 
 /**
  * `index-orgs`: drains the search outbox into Meilisearch (search/org-sync.ts). The payload
