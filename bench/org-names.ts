@@ -59,23 +59,3 @@ export function prng(seed: number): () => number {
 
 const pick = <T>(rand: () => number, list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
 const up = (s: string) => s.toUpperCase();
-
-export function companyName(rand: () => number): string {
-  const r = rand();
-  const suffix = pick(rand, SUFFIXES);
-  if (r < 0.25) return `${up(pick(rand, SURNAMES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.4) return `${up(pick(rand, PLACES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.55)
-    return `${up(pick(rand, WORDS))} ${up(pick(rand, TRADES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.65) return `${up(pick(rand, SURNAMES))} & ${up(pick(rand, SURNAMES))} ${suffix}`;
-  if (r < 0.72) return `${up(pick(rand, SURNAMES))}'S ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.8) {
-    const initials = String.fromCharCode(65 + Math.floor(rand() * 26), 65 + Math.floor(rand() * 26));
-    return `${initials} ${up(pick(rand, TRADES))} ${suffix}`;
-  }
-  if (r < 0.88) return `${up(pick(rand, WORDS))} ${Math.floor(rand() * 99_999) + 1} ${suffix}`;
-  if (r < 0.92) return `${pick(rand, ACCENTED)} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.96)
-    return `THE ${up(pick(rand, WORDS))} ${up(pick(rand, PLACES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  return `${up(pick(rand, SURNAMES))}-${up(pick(rand, SURNAMES))} "${up(pick(rand, WORDS))}" ${suffix}`;
-}

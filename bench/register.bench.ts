@@ -61,6 +61,8 @@ const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const results: [string, string][] = [];
+/** The figures as numbers, printed last as one JSON object (bench-table.ts reads it). */
+const figures: Record<string, number> = {};
 function report(label: string, value: string) {
   results.push([label, value]);
   console.log(`${label}: ${value}`);
@@ -208,6 +210,8 @@ async function main() {
     if (code !== 0) throw new Error(`import exited ${code}`);
     const importMs = Date.now() - t;
     report('import', `${s(importMs)} s, ${Math.round(ORGS / (importMs / 1000))} rows/s`);
+    figures.orgs = ORGS;
+    figures.importRowsPerS = Math.round(ORGS / (importMs / 1000));
     for (;;) {
       const pending = await pendingChanges(db);
       const stats = await meili.index(INDEX).getStats();
@@ -219,6 +223,7 @@ async function main() {
       `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - importMs)} s after it ended)`,
     );
     const live = await meili.getStats();
+    figures.bytesPerOrgAfterSync = Math.round(live.databaseSize / ORGS);
     report(
       'index size after sync',
       `${mb(live.databaseSize)} MiB on disk, ${(live.databaseSize / ORGS).toFixed(0)} B/Org (used ${(live.usedDatabaseSize / ORGS).toFixed(0)} B/Org)`,
@@ -281,6 +286,10 @@ async function main() {
       `${mix.length} queries, ${truth.size} distinct terms: p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${apiP99.toFixed(1)} ms, max ${lat[lat.length - 1]!.toFixed(1)} ms`,
     );
     report('totals differing from brute force', String(wrong));
+    figures.p50Ms = pct(lat, 50);
+    figures.p99Ms = apiP99;
+    figures.maxMs = lat[lat.length - 1]!;
+    figures.totalsWrong = wrong;
     slowest.sort((a, b) => b.ms - a.ms);
     console.log(
       `  slowest: ${slowest
@@ -308,6 +317,7 @@ async function main() {
       renames.push(Date.now() - started);
     }
     renames.sort((a, b) => a - b);
+    figures.renameP50Ms = pct(renames, 50);
     report(
       'rename searchable',
       `p50 ${pct(renames, 50)} ms, max ${renames[renames.length - 1]} ms (${renames.length} renames)`,
@@ -345,6 +355,8 @@ async function main() {
       await reindex({ db, meili, indexUid: INDEX });
       clearInterval(diskTimer);
       const rebuildMs = Date.now() - t;
+      figures.rebuildS = rebuildMs / 1000;
+      figures.plainS = plainMs / 1000;
       report(
         'rebuild',
         `${s(rebuildMs)} s = ${(rebuildMs / plainMs).toFixed(2)}x the plain word index (same run)`,
@@ -354,12 +366,15 @@ async function main() {
         `${mb(peakDisk - before)} MiB peak (${((peakDisk - before) / ORGS).toFixed(0)} B/Org) against ${mb(before)} MiB before`,
       );
       const after = await meili.getStats();
+      figures.bytesPerOrg = Math.round(after.databaseSize / ORGS);
+      figures.rebuildExtraBytesPerOrg = Math.round((peakDisk - before) / ORGS);
       report(
         'index size after rebuild',
         `${(after.databaseSize / ORGS).toFixed(0)} B/Org (used ${(after.usedDatabaseSize / ORGS).toFixed(0)} B/Org)`,
       );
     }
     watch.stop();
+    figures.meiliPeakRssMiB = Math.round(memory(meiliPid).peak / 2 ** 20);
     report(
       'Meilisearch peak RSS',
       `${mb(memory(meiliPid).peak)} MiB (VmHWM; sampled peaks: anon ${mb(watch.peakAnon)} MiB, file-backed ${mb(watch.peakFile)} MiB, max indexing memory ${INDEXING_MEMORY})`,
@@ -399,6 +414,7 @@ async function main() {
         await client.end();
       }
       pgLat.sort((a, b) => a - b);
+      figures.pgP99Ms = pct(pgLat, 99);
       report(
         'pg_trgm (same mix, count + page)',
         `p50 ${pct(pgLat, 50).toFixed(1)} ms, p99 ${pct(pgLat, 99).toFixed(1)} ms, max ${pgLat[pgLat.length - 1]!.toFixed(1)} ms; API is ${(pct(pgLat, 99) / apiP99).toFixed(1)}x faster at p99`,
@@ -406,6 +422,7 @@ async function main() {
     }
     console.log('\n| measure | figure |\n|---|---|');
     for (const [k, v] of results) console.log(`| ${k} | ${v} |`);
+    console.log(JSON.stringify({ registerBench: figures }, null, 2));
   } finally {
     watch.stop();
     await app?.close().catch(() => {});

@@ -81,6 +81,7 @@ export async function startLocalServices(config: Config, log: Logger): Promise<L
         startMeiliServer({
           dataDir: meiliDir,
           masterKey,
+          maxIndexingMemory: config.meiliMaxIndexingMemory,
           log: (line) => log.debug({ component: 'meilisearch' }, line),
         }).then((m) => ({
           name: 'meilisearch',
