@@ -120,5 +120,6 @@ describe('bizdir reindex', () => {
     expect(drift.code).toBe(1);
     expect(drift.stdout).toContain(`missing: 1 (org ids ${victim.id})`);
     expect(drift.stderr).toMatch(/search index drift: 1/);
-  });
+    // Three `bizdir` processes, each starting Node and tsx: slow on a busy machine, not a hang.
+  }, 120_000);
 });
