@@ -290,7 +290,7 @@ export interface Database {
   import_schedules: ImportSchedulesTable;
 }
 
-// Search index sync (migration 0004_search).
+// Search index sync (migration 0003_search).
 
 /** bigint[] comes back from pg as strings (no array parser is set for int8[]); callers map Number. */
 type BigintIds = ColumnType<string[], number[], number[]>;

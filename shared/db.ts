@@ -81,11 +81,38 @@ export class MigrationError extends Error {
   override name = 'MigrationError';
 }
 
+/**
+ * Migrations that were renumbered after they had shipped (there were two 0005 and no 0003): old
+ * name -> new name. The files' contents did not change and the order is the same, so a database
+ * that ran them under the old names has run exactly these. Kysely's Migrator refuses a database
+ * whose recorded migrations are missing from the folder, so the recorded names are renamed first.
+ */
+export const RENAMED_MIGRATIONS: Readonly<Record<string, string>> = Object.freeze({
+  '0004_search': '0003_search',
+  '0005_registrar_import_keys': '0004_registrar_import_keys',
+});
+
+/** Renames recorded migrations to their current names (one statement; idempotent; no-op on a new database). */
+async function renameRecordedMigrations<T>(db: Kysely<T>): Promise<void> {
+  const { rows } = await sql<{ found: boolean }>`
+    select to_regclass('kysely_migration') is not null as found`.execute(db);
+  if (!rows[0]?.found) return;
+  const pairs = Object.entries(RENAMED_MIGRATIONS);
+  const cases = sql.join(
+    pairs.map(([from, to]) => sql`when ${from} then ${to}`),
+    sql` `,
+  );
+  await sql`
+    update kysely_migration set name = case name ${cases} end
+    where name in (${sql.join(pairs.map(([from]) => from))})`.execute(db);
+}
+
 /** Runs every pending migration; throws (after reporting each step) when one fails. */
 export async function migrateToLatest<T>(
   db: Kysely<T>,
   log: (line: string) => void = () => {},
 ): Promise<MigrationResultSet> {
+  await renameRecordedMigrations(db);
   const result = await createMigrator(db).migrateToLatest();
   for (const r of result.results ?? []) {
     log(

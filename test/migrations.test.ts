@@ -1,0 +1,124 @@
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { type Migration, Migrator, sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createDb, MIGRATIONS_DIR, RENAMED_MIGRATIONS } from '../shared/db.js';
+import { runCli } from './support/cli.js';
+import { databaseUrlFor, TEST_PG_ADMIN_URL } from './support/env.js';
+
+/** The migrations in the folder, by name, in the order Kysely runs them. */
+const current = readdirSync(MIGRATIONS_DIR)
+  .filter((f) => /\.[cm]?[jt]s$/.test(f) && !f.endsWith('.d.ts'))
+  .map((f) => f.replace(/\.[cm]?[jt]s$/, ''))
+  .sort();
+const oldNameOf = (name: string) =>
+  Object.entries(RENAMED_MIGRATIONS).find(([, to]) => to === name)?.[0] ?? name;
+
+let counter = 0;
+const created: string[] = [];
+function newDatabaseName(): string {
+  const name = `bizdir_t_${inject('testRunId')}_${process.pid}_mig${++counter}`;
+  created.push(name);
+  return name;
+}
+
+afterAll(async () => {
+  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
+  await admin.connect();
+  for (const name of created) {
+    await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+  }
+  await admin.end();
+});
+
+async function recordedNames(url: string): Promise<string[]> {
+  const { db, close } = createDb(url, { max: 1 });
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db);
+    return rows.map((r) => r.name);
+  } finally {
+    await close();
+  }
+}
+
+/**
+ * Sets a database up as an installation from before the renumbering did: the same migration files,
+ * recorded under their old names, run by Kysely's Migrator up to and including `upTo` (an old name).
+ */
+async function migrateUnderOldNames(url: string, upTo: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${pg.escapeIdentifier(new URL(url).pathname.slice(1))}`);
+  await admin.end();
+  const { db, close } = createDb(url, { max: 1 });
+  try {
+    const migrator = new Migrator({
+      db,
+      provider: {
+        async getMigrations() {
+          const all: Record<string, Migration> = {};
+          for (const name of current) {
+            all[oldNameOf(name)] = (await import(path.join(MIGRATIONS_DIR, `${name}.ts`))) as Migration;
+          }
+          return all;
+        },
+      },
+    });
+    const result = await migrator.migrateTo(upTo);
+    expect(result.error).toBeUndefined();
+  } finally {
+    await close();
+  }
+}
+
+describe('migrations', () => {
+  it('have one number each', () => {
+    const numbers = current.map((name) => name.slice(0, 4));
+    expect(new Set(numbers).size).toBe(numbers.length);
+    expect(numbers.slice(0, 6)).toEqual(['0001', '0002', '0003', '0004', '0005', '0006']);
+  });
+
+  it('a new database records every migration under its current name', async () => {
+    const url = databaseUrlFor(newDatabaseName());
+    const run = await runCli(['migrate'], { DATABASE_URL: url });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    for (const name of current) expect(run.stdout).toContain(`applied ${name}`);
+    expect(await recordedNames(url)).toEqual(current);
+  });
+
+  it.each([
+    ['every migration of the time', '0006_import_speed'],
+    ['only those before 0005_schedules', '0005_registrar_import_keys'],
+  ])('a database migrated under the old names (%s) migrates cleanly and keeps its data', async (_, upTo) => {
+    const url = databaseUrlFor(newDatabaseName());
+    await migrateUnderOldNames(url, upTo);
+    const before = await recordedNames(url);
+    expect(before).toContain('0004_search');
+    expect(before).toContain('0005_registrar_import_keys');
+    const { db, close } = createDb(url, { max: 1 });
+    await sql`insert into accounts (name) values ('kept')`.execute(db);
+    await close();
+
+    const run = await runCli(['migrate'], { DATABASE_URL: url });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    // Nothing that ran under an old name runs again; what was pending then runs now.
+    const ranBefore = new Set(before);
+    for (const name of current) {
+      const applied = run.stdout.includes(`applied ${name}`);
+      expect(applied, name).toBe(!ranBefore.has(oldNameOf(name)));
+    }
+    expect(await recordedNames(url)).toEqual(current);
+    // A second run has nothing to do.
+    const again = await runCli(['migrate'], { DATABASE_URL: url });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('database is up to date');
+
+    const after = createDb(url, { max: 1 });
+    const { rows } = await sql<{ name: string }>`select name from accounts`.execute(after.db);
+    await after.close();
+    expect(rows).toEqual([{ name: 'kept' }]);
+  });
+});
