@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../../shared/db.js';
+import { importRowTotals, importRunCounts, ROW_OUTCOMES } from '../read-models/import-runs.read-model.js';
+import { indexLagSeconds, pendingIndexChanges } from '../read-models/search-outbox.read-model.js';
 
 /** What gauges read at scrape time. A queue is anything with BullMQ's getJobCounts. */
 export interface MetricsSources {
@@ -10,15 +11,6 @@ export interface MetricsSources {
 }
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'paused', 'failed', 'completed'];
-const ROW_OUTCOMES = [
-  'inserted',
-  'updated',
-  'unchanged',
-  'rejected',
-  'warnings',
-  'duplicates',
-  'closed',
-] as const;
 
 export interface ApiMetrics {
   registry: Registry;
@@ -65,16 +57,8 @@ export function createMetrics(sources: MetricsSources): ApiMetrics {
     async collect() {
       this.reset();
       try {
-        const rows = await sources.db
-          .selectFrom('import_runs')
-          .select((eb) => [
-            'feed',
-            ...ROW_OUTCOMES.map((o) => eb.fn.coalesce(eb.fn.sum<number>(o), sql<number>`0`).as(o)),
-          ])
-          .groupBy('feed')
-          .execute();
-        for (const row of rows)
-          for (const o of ROW_OUTCOMES) this.set({ feed: row.feed, outcome: o }, Number(row[o]));
+        for (const row of await importRowTotals(sources.db))
+          for (const o of ROW_OUTCOMES) this.set({ feed: row.feed, outcome: o }, row[o]);
       } catch (error) {
         report('import rows', error);
       }
@@ -89,12 +73,8 @@ export function createMetrics(sources: MetricsSources): ApiMetrics {
     async collect() {
       this.reset();
       try {
-        const rows = await sources.db
-          .selectFrom('import_runs')
-          .select(['feed', 'status', (eb) => eb.fn.countAll<number>().as('n')])
-          .groupBy(['feed', 'status'])
-          .execute();
-        for (const row of rows) this.set({ feed: row.feed, status: row.status }, Number(row.n));
+        for (const row of await importRunCounts(sources.db))
+          this.set({ feed: row.feed, status: row.status }, row.n);
       } catch (error) {
         report('import runs', error);
       }
@@ -120,18 +100,14 @@ export function createMetrics(sources: MetricsSources): ApiMetrics {
   });
 
   // Index lag: Org changes committed in Postgres but not yet confirmed by Meilisearch wait in
-  // search_outbox (migration 0004); the age of the oldest is how far search is behind.
+  // search_outbox; the age of the oldest is how far search is behind.
   new Gauge({
     name: 'bizdir_index_lag_seconds',
     help: 'Age of the oldest Org change not yet in the search index (0 when none waits)',
     registers: [registry],
     async collect() {
       try {
-        const { rows } = await sql<{ age: number | null }>`
-          select extract(epoch from now() - min(created_at))::float8 as age from search_outbox`.execute(
-          sources.db,
-        );
-        this.set(rows[0]?.age ?? 0);
+        this.set(await indexLagSeconds(sources.db));
       } catch (error) {
         report('index lag', error);
       }
@@ -143,10 +119,7 @@ export function createMetrics(sources: MetricsSources): ApiMetrics {
     registers: [registry],
     async collect() {
       try {
-        const { rows } = await sql<{ n: number }>`select count(*)::int as n from search_outbox`.execute(
-          sources.db,
-        );
-        this.set(rows[0]?.n ?? 0);
+        this.set(await pendingIndexChanges(sources.db));
       } catch (error) {
         report('index pending', error);
       }

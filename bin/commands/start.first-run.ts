@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sql } from 'kysely';
 import { createAccount } from '../../api/accounts/account.service.js';
 import { apiKeyPrefix, hashApiKey, hashesEqual } from '../../api/credits/api-key.js';
+import { hasImportRuns } from '../../api/read-models/import-runs.read-model.js';
+import { pendingIndexChanges } from '../../api/read-models/search-outbox.read-model.js';
 import { findLiveKeyByPrefix } from '../../api/repositories/api-key.repository.js';
 import { feedHandler } from '../../ingest/feeds.js';
 import { createRun, getRun, type ImportRun, setRunJobId } from '../../ingest/import-runs.repository.js';
@@ -29,8 +30,7 @@ const SAMPLES: ReadonlyArray<{ feed: ImportFeed; file: string }> = [
 
 /** A database that has never had an import run is new: that is when the samples are loaded. */
 export async function isFreshDatabase(db: Db): Promise<boolean> {
-  const row = await db.selectFrom('import_runs').select('id').limit(1).executeTakeFirst();
-  return row === undefined;
+  return !(await hasImportRuns(db));
 }
 
 const TERMINAL = new Set(['succeeded', 'failed', 'skipped']);
@@ -82,8 +82,7 @@ export async function importSamples(db: Db, queue: TypedQueue<'import'>, log: Lo
 export async function waitForSearchIndex(db: Db, log: Logger, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from search_outbox`.execute(db);
-    if ((rows[0]?.n ?? 0) === 0) return;
+    if ((await pendingIndexChanges(db)) === 0) return;
     await new Promise((r) => setTimeout(r, 200));
   }
   log.warn('the search index is still catching up with the sample data');

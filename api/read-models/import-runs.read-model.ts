@@ -1,0 +1,51 @@
+import { sql } from 'kysely';
+import type { ImportFeed, ImportStatus } from '../../shared/database.js';
+import type { Db } from '../../shared/db.js';
+
+/** The row outcomes an import run counts (columns of import_runs). */
+export const ROW_OUTCOMES = [
+  'inserted',
+  'updated',
+  'unchanged',
+  'rejected',
+  'warnings',
+  'duplicates',
+  'closed',
+] as const;
+export type RowOutcome = (typeof ROW_OUTCOMES)[number];
+
+/** Feed rows processed by all import runs, summed per feed and outcome. */
+export async function importRowTotals(
+  db: Db,
+): Promise<Array<{ feed: ImportFeed } & Record<RowOutcome, number>>> {
+  const rows = await db
+    .selectFrom('import_runs')
+    .select((eb) => [
+      'feed',
+      ...ROW_OUTCOMES.map((o) => eb.fn.coalesce(eb.fn.sum<number>(o), sql<number>`0`).as(o)),
+    ])
+    .groupBy('feed')
+    .execute();
+  return rows.map((row) => ({
+    feed: row.feed,
+    ...(Object.fromEntries(ROW_OUTCOMES.map((o) => [o, Number(row[o])])) as Record<RowOutcome, number>),
+  }));
+}
+
+/** How many import runs there are per feed and status. */
+export async function importRunCounts(
+  db: Db,
+): Promise<Array<{ feed: ImportFeed; status: ImportStatus; n: number }>> {
+  const rows = await db
+    .selectFrom('import_runs')
+    .select(['feed', 'status', (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy(['feed', 'status'])
+    .execute();
+  return rows.map((row) => ({ feed: row.feed, status: row.status, n: Number(row.n) }));
+}
+
+/** Whether any import run was ever recorded (a database without one is new). */
+export async function hasImportRuns(db: Db): Promise<boolean> {
+  const row = await db.selectFrom('import_runs').select('id').limit(1).executeTakeFirst();
+  return row !== undefined;
+}
