@@ -1,5 +1,5 @@
 import { type Config, ConfigError, LOCAL_DEFAULTS, loadConfig } from '../shared/config.js';
-import { readRunning } from '../shared/services/running.js';
+import { readRunning } from './local/running.js';
 
 /** Thrown by a command for a failure the user can act on: printed as one line, exit code 1. */
 export class CliError extends Error {

@@ -3,7 +3,6 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
 import { FeedFormatError } from '../shared/errors.js';
-import { allocateSlugs, recordNewSlugs, recordSlugs } from '../shared/public-domains.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow, RowIssue } from './feed-handler.js';
 import type { NewIssue } from './import-issues.repository.js';
 import { deleteRunKeys, recordRunKeys } from './import-run-keys.repository.js';
@@ -40,6 +39,7 @@ import {
   updateAddresses,
   updateLocations,
 } from './locations.repository.js';
+import { allocateSlugs, recordNewSlugs, recordSlugs } from './public-domains.js';
 
 /**
  * The one place that writes Locations. Per batch: resolve the Orgs the rows name, read the

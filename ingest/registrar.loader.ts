@@ -1,9 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
-import { allocateSlugs, recordSlugs } from '../shared/public-domains.js';
 import type { BatchOutcome, BatchRow } from './feed-handler.js';
 import { deleteRunKeys, recordRunKeys } from './import-run-keys.repository.js';
+import { allocateSlugs, recordSlugs } from './public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
 
 /**

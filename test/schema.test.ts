@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allocateSlugs, recordSlugs } from '../shared/public-domains.js';
+import { allocateSlugs, recordSlugs } from '../ingest/public-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 
 let t: TestDb;

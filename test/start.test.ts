@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAlive } from '../shared/services/child-process.js';
+import { isAlive } from '../bin/local/child-process.js';
 import { spawnCli } from './support/cli.js';
 
 /**

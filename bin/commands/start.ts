@@ -10,12 +10,6 @@ import type { Config } from '../../shared/config.js';
 import { createDb, ensureDatabase, migrateToLatest } from '../../shared/db.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { createRedis } from '../../shared/redis.js';
-import { RedisNotInstalledError } from '../../shared/services/embedded-redis.js';
-import {
-  type LocalServices,
-  StartLockedError,
-  startLocalServices,
-} from '../../shared/services/local-services.js';
 import {
   CliError,
   cliConfig,
@@ -25,6 +19,8 @@ import {
   redisUrlOf,
   reportCliError,
 } from '../cli-context.js';
+import { RedisNotInstalledError } from '../local/embedded-redis.js';
+import { type LocalServices, StartLockedError, startLocalServices } from '../local/local-services.js';
 import {
   demoKey,
   importSamples,

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from './database.js';
-import { slugWithClash } from './domains.js';
-import { copyInto, copyLine } from './pg-copy.js';
+import type { Database } from '../shared/database.js';
+import { slugWithClash } from '../shared/domains.js';
+import { copyInto, copyLine } from '../shared/pg-copy.js';
 
 export type SlugScope = 'org' | 'location';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { Config } from '../../shared/config.js';
+import type { Logger } from '../../shared/logger.js';
 import { isAlive, stopProcessesUsing } from './child-process.js';
 import { type EmbeddedService, startEmbeddedPostgres } from './embedded-postgres.js';
 import { startEmbeddedRedis } from './embedded-redis.js';
