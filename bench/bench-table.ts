@@ -1,7 +1,8 @@
 /**
  * Reads what each benchmark prints (its own human-readable lines, or the search benchmark's final
- * JSON object) into rows of one table: figure, measured value, baseline, ratio and target from the
- * issues. A figure a benchmark did not print is left out, never invented.
+ * JSON object) into rows of one table: figure, measured value, baseline, ratio and the project's
+ * target for it (written next to each reader below). A figure a benchmark did not print is left out,
+ * never invented.
  */
 export interface BenchRow {
   bench: string;
@@ -18,7 +19,7 @@ export interface BenchRow {
 const num = (s: string | undefined) => (s === undefined ? Number.NaN : Number(s.replaceAll(',', '')));
 const ok = (rows: BenchRow[]) => rows.filter((r) => Number.isFinite(r.value));
 
-/** `npm run bench:import` (issue 2). */
+/** `npm run bench:import`: targets as ratios to its own papaparse -> COPY baseline. */
 export function parseImport(out: string): BenchRow[] {
   const base = num(/\(a\) baseline[^:]*: [\d.]+ s, ([\d.,]+) rows\/s/.exec(out)?.[1]);
   const phase = (label: string) =>
@@ -57,7 +58,7 @@ export function parseImport(out: string): BenchRow[] {
   return ok(rows);
 }
 
-/** `npm run bench:api` (issue 3). */
+/** `npm run bench:api`: the real app against a bare route doing the same query. */
 export function parseApi(out: string): BenchRow[] {
   const line = (label: RegExp) => {
     const m = new RegExp(
@@ -84,7 +85,7 @@ export function parseApi(out: string): BenchRow[] {
   ]);
 }
 
-/** `npm run bench:locations` (issue 4). */
+/** `npm run bench:locations`: absolute rates, first import and unchanged re-import. */
 export function parseLocations(out: string): BenchRow[] {
   const rate = (label: string) => num(new RegExp(`${label}\\s+[\\d.]+ s\\s+([\\d,]+) rows/s`).exec(out)?.[1]);
   const first = rate('first import');
@@ -142,7 +143,7 @@ export function lastJsonObject(out: string): unknown {
   return undefined;
 }
 
-/** `npm run bench:register`: the figures of its final JSON object, against the search issue's targets. */
+/** `npm run bench:register`: the figures of its final JSON object, against the search stage's targets. */
 export function parseRegister(out: string): BenchRow[] {
   const json = lastJsonObject(out) as { registerBench?: Record<string, number> } | undefined;
   const f = json?.registerBench ?? {};

@@ -258,7 +258,7 @@ const ISO_NAMES: Record<string, string> = {
 
 /** Other names for the same countries, as found in registers and address data. */
 const ALIASES: Record<string, string> = {
-  // The United Kingdom and its nations (DECISIONS.md: all of these are GB).
+  // The United Kingdom and its nations (docs/decisions.md: all of these are GB).
   ENGLAND: 'GB',
   WALES: 'GB',
   SCOTLAND: 'GB',

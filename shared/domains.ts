@@ -1,5 +1,5 @@
 /**
- * Domain names are the public identifiers of records (DECISIONS.md, Domains and identifiers).
+ * Domain names are the public identifiers of records (docs/decisions.md, Domains and identifiers).
  * Stable:  Org <uid>.<cc>.<suffix>   Location <uid>.loc.<cc>.<suffix>   Address <uid>.a.<cc>.<suffix>
  * Public:  Org <slug>.<suffix>       Location <slug>.loc.<suffix>
  * Only the labels before the suffix are stored, so the suffix is configuration, not data.

@@ -25,7 +25,7 @@ import { testQueuePrefix } from './support/redis.js';
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_114);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2_000);
 const CONCURRENCY = 8;
-/** Routes whose 200 reports usage but costs nothing (DECISIONS.md: the usage endpoint is free). */
+/** Routes whose 200 reports usage but costs nothing (docs/decisions.md: the usage endpoint is free). */
 const FREE_ROUTES = new Set(['GET /v1/usage']);
 
 /** Text that only an internal error would put in an answer (unless the request itself held it). */
