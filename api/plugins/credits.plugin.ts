@@ -36,6 +36,11 @@ declare module 'fastify' {
     settleCredit(): Promise<RequestMeta>;
     /** Waits until the credit is held (402/403 otherwise): call it before a handler writes anything. */
     creditReserved(): Promise<void>;
+    /**
+     * For a 304: waits for the key and rate-limit checks (403, 429 and 503 still win) but not for a
+     * credit, which a 304 does not use; the held credit, if any, is given back when the answer ends.
+     */
+    notModified(): Promise<void>;
   }
 }
 
@@ -60,6 +65,14 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
     app.decorateRequest('creditReserved', async function creditReserved(this: FastifyRequest) {
       if (!this.reservation) throw new Error('creditReserved called on a route that is not metered');
       await this.reservation;
+    });
+    app.decorateRequest('notModified', async function notModified(this: FastifyRequest) {
+      if (!this.reservation) throw new Error('notModified called on a route that is not metered');
+      try {
+        await this.reservation;
+      } catch (error) {
+        if (!(error instanceof HttpError && error.statusCode === 402)) throw error;
+      }
     });
     app.decorateRequest('settleCredit', async function settleCredit(this: FastifyRequest) {
       if (!this.reservation) throw new Error('settleCredit called on a route that is not metered');
