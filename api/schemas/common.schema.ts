@@ -88,6 +88,7 @@ export const meteredErrors = {
   402: ErrorSchema,
   403: ErrorSchema,
   404: ErrorSchema,
+  429: ErrorSchema,
   500: ErrorSchema,
   503: ErrorSchema,
 } as const;
