@@ -114,6 +114,16 @@ describe('conditional reads', () => {
     expect((await read(ORG, api_key, '"stale"')).statusCode).toBe(402);
   });
 
+  it('conditional requests with stale tags take credits exactly: 60 at once on 20 credits, 20 served', async () => {
+    const { api_key } = await newAccount(t.db, 20);
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => read(i % 2 ? ORG : LOCATION, api_key, '"stale"')),
+    );
+    const counts: Record<number, number> = {};
+    for (const r of results) counts[r.statusCode] = (counts[r.statusCode] ?? 0) + 1;
+    expect(counts).toEqual({ 200: 20, 402: 40 });
+  });
+
   it('unknown domains are 404 whatever the If-None-Match', async () => {
     const { api_key } = await newAccount(t.db);
     const res = await read(`/v1/org/no-such-org.${SUFFIX}`, api_key, '*');

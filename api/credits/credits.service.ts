@@ -56,6 +56,8 @@ export interface Reservation {
   principal: KeyPrincipal;
   period: Period;
   counter: string;
+  /** Whether a credit is held in Redis (a conditional read takes one only once it must answer 200). */
+  held: boolean;
   settled: boolean;
   /** The rate-limit window this request was counted in; null when the account has no limit. */
   rateLimit: RateLimitState | null;
@@ -81,20 +83,44 @@ export class CreditsService {
     private readonly clock: () => Date,
   ) {}
 
-  async reserve(principal: KeyPrincipal): Promise<Reservation> {
+  /**
+   * Checks the key, counts the request against the rate limit and, unless `takeCredit` is false (a
+   * conditional read that may end in a free 304), holds a credit. One Redis round trip.
+   */
+  async reserve(principal: KeyPrincipal, takeCredit = true): Promise<Reservation> {
+    return this.run(principal, principal.rateLimit, takeCredit);
+  }
+
+  /** Takes the credit a reservation made without one needs after all (its 200 is known now). */
+  async hold(reservation: Reservation): Promise<void> {
+    if (reservation.held) return;
+    await this.run(reservation.principal, null, true);
+    reservation.held = true;
+  }
+
+  private async run(
+    principal: KeyPrincipal,
+    rule: KeyPrincipal['rateLimit'],
+    takeCredit: boolean,
+  ): Promise<Reservation> {
     const now = this.clock();
     const period = periodAt(principal.anchorDate, now);
     const counter = this.counters.counterKey(principal.subscriptionId, period.start);
     // At most one rebuild of each kind: the retry then finds what was just written.
-    const rule = principal.rateLimit;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const {
-        outcome: result,
-        windowCount,
-        windowTtlMs,
-      } = await this.counters.reserve(principal.keyId, counter, principal.credits, principal.accountId, rule);
-      const rateLimit = rule ? rateLimitState(rule, windowCount, windowTtlMs) : null;
-      if (result > 0) return { principal, period, counter, settled: false, rateLimit };
+      const reply = await this.counters.reserve(
+        principal.keyId,
+        counter,
+        principal.credits,
+        principal.accountId,
+        rule,
+        takeCredit,
+      );
+      const result = reply.outcome;
+      const rateLimit = rule ? rateLimitState(rule, reply.windowCount, reply.windowTtlMs) : null;
+      if (result > 0 || (result === 0 && !takeCredit)) {
+        return { principal, period, counter, held: takeCredit, settled: false, rateLimit };
+      }
       if (result === RESERVE_RATE_LIMITED && rateLimit) throw new RateLimitedError(rateLimit);
       if (result === RESERVE_EXHAUSTED) throw Object.assign(paymentRequired(), { rateLimit });
       if (result === RESERVE_MISSING_KEY) {
@@ -131,6 +157,7 @@ export class CreditsService {
 
   /** Commits the reserved credit to the ledger; 402 when the ledger says the period is spent. */
   async settle(reservation: Reservation): Promise<Usage> {
+    await this.hold(reservation);
     const { principal, period } = reservation;
     const result = await this.writer.charge(principal.subscriptionId, period.start, principal.credits);
     reservation.settled = true;
@@ -146,6 +173,7 @@ export class CreditsService {
   async release(reservation: Reservation): Promise<void> {
     if (reservation.settled) return;
     reservation.settled = true;
+    if (!reservation.held) return;
     await this.counters.refund(reservation.counter);
   }
 }

@@ -14,13 +14,18 @@ export const RESERVE_MISSING_COUNTER = -1;
 export const RESERVE_EXHAUSTED = -3;
 export const RESERVE_RATE_LIMITED = -4;
 
-// KEYS: liveness mark, credit counter, rate-limit window. ARGV: credits, rate limit (0: none), window ms.
-// Returns {outcome, requests in the window, ms until it ends}. The window is only counted once the
-// key and the counter are known to exist, so a retry after a rebuild does not count twice.
+// KEYS: liveness mark, credit counter, rate-limit window. ARGV: credits, rate limit (0: none), window
+// ms, whether to take a credit (1/0). Returns {outcome, requests in the window, ms until it ends}; the
+// outcome of a call that takes no credit is 0. The window is only counted once the key and the
+// counter are known to exist, so a retry after a rebuild does not count twice.
 const RESERVE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-2, 0, 0} end
-local used = redis.call('GET', KEYS[2])
-if not used then return {-1, 0, 0} end
+local credit = ARGV[4] == '1'
+local used = false
+if credit then
+  used = redis.call('GET', KEYS[2])
+  if not used then return {-1, 0, 0} end
+end
 local count, ttl = 0, 0
 local limit = tonumber(ARGV[2])
 if limit > 0 then
@@ -32,6 +37,7 @@ if limit > 0 then
   end
   if count > limit then return {-4, count, ttl} end
 end
+if not credit then return {0, count, ttl} end
 if tonumber(used) >= tonumber(ARGV[1]) then return {-3, count, ttl} end
 return {redis.call('INCR', KEYS[2]), count, ttl}`;
 
@@ -73,6 +79,7 @@ interface CounterCommands {
     credits: number,
     limit: number,
     windowMs: number,
+    takeCredit: 0 | 1,
   ): Promise<[number, number, number]>;
   bizdirPeek(window: string): Promise<[number, number]>;
   bizdirRefund(counter: string): Promise<number>;
@@ -110,12 +117,17 @@ export class RedisCounters {
     return `${this.prefix}:rl:${accountId}`;
   }
 
+  /**
+   * Checks the key and, as asked, counts the request in the account's window (`rule`; null: not
+   * counted) and takes a credit.
+   */
   async reserve(
     keyId: number,
     counter: string,
     credits: number,
     accountId: number,
     rule: RateLimitRule | null,
+    takeCredit: boolean,
   ): Promise<ReserveResult> {
     const [outcome, windowCount, windowTtlMs] = await this.redis.bizdirReserve(
       this.liveKey(keyId),
@@ -124,6 +136,7 @@ export class RedisCounters {
       credits,
       rule?.max ?? 0,
       (rule?.windowSeconds ?? 0) * 1000,
+      takeCredit ? 1 : 0,
     );
     return { outcome, windowCount, windowTtlMs };
   }

@@ -23,6 +23,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Needs an `api_key` and costs one data credit when it answers 200. */
     metered?: boolean;
+    /**
+     * Answers If-None-Match with a free 304 (sendRendered): a request carrying one takes no credit
+     * up front, only once it is known to answer 200.
+     */
+    conditional?: boolean;
   }
   interface FastifyReply {
     /** Sets RateLimit-Limit, -Remaining, -Reset (and Retry-After on a 429) from a window. */
@@ -132,7 +137,9 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       if (!request.routeOptions.config.metered) return done();
       const principal = request.principal;
       if (!principal) return done(new HttpError(403, 'Invalid api_key parameter value'));
-      const task = app.credits.reserve(principal).then(
+      const config = request.routeOptions.config;
+      const mayBe304 = config.conditional === true && request.headers['if-none-match'] !== undefined;
+      const task = app.credits.reserve(principal, !mayBe304).then(
         (reservation) => {
           request.rateLimit = reservation.rateLimit;
           return reservation;

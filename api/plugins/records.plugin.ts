@@ -10,7 +10,7 @@ declare module 'fastify' {
 
 export const recordsPlugin = fp(
   async (app) => {
-    app.decorate('records', new RenderedRecords(app.db, app.config.domainSuffix));
+    app.decorate('records', new RenderedRecords(app.db, app.pool, app.config.domainSuffix));
   },
   { name: 'bizdir-records', dependencies: ['bizdir-infra'] },
 );

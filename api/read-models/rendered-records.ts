@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Db } from '../../shared/db.js';
 import { orgDomain } from '../../shared/domains.js';
 import { toLocationView } from '../views/location.view.js';
@@ -11,29 +12,42 @@ import {
 } from '../views/rendered.view.js';
 import {
   countOrgLocations,
-  findLocationByRef,
   type LocationRef,
   listOrgLocations,
+  prepareLocationByRef,
 } from './location.read-model.js';
-import { findOrgByRef, findOrgIdByRef, type OrgRef } from './org.read-model.js';
+import { findOrgIdByRef, type OrgRef, prepareOrgByRef } from './org.read-model.js';
 
 /**
  * The single-record reads of the API, each as its sent JSON and ETag (see rendered.view.ts).
  * undefined: no record has that domain.
  */
 export class RenderedRecords {
+  private readonly orgByRef: ReturnType<typeof prepareOrgByRef>;
+  private readonly locationByRef: ReturnType<typeof prepareLocationByRef>;
+
   constructor(
     private readonly db: Db,
+    private readonly pool: pg.Pool,
     private readonly suffix: string,
-  ) {}
+  ) {
+    this.orgByRef = prepareOrgByRef(db);
+    this.locationByRef = prepareLocationByRef(db);
+  }
 
   async org(ref: OrgRef): Promise<Rendered | undefined> {
-    const row = await findOrgByRef(this.db, ref);
+    const row =
+      ref.kind === 'org'
+        ? await this.orgByRef.stable.first(this.pool, { uid: ref.uid, cc: ref.cc })
+        : await this.orgByRef.public.first(this.pool, { slug: ref.slug });
     return row && rendered(serializeOrg(toOrgView(row, this.suffix)));
   }
 
   async location(ref: LocationRef): Promise<Rendered | undefined> {
-    const row = await findLocationByRef(this.db, ref);
+    const row =
+      ref.kind === 'location'
+        ? await this.locationByRef.stable.first(this.pool, { uid: ref.uid, cc: ref.cc })
+        : await this.locationByRef.public.first(this.pool, { slug: ref.slug });
     if (!row) return undefined;
     const org = orgDomain(row.org_uid, row.org_domain_cc, this.suffix);
     return rendered(serializeLocation(toLocationView(row, row.address, org, this.suffix)));

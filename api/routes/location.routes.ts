@@ -24,7 +24,7 @@ export const locationRoutes: FastifyPluginAsync = async (root) => {
   app.get(
     '/v1/location/:domain',
     {
-      config: { metered: true },
+      config: { metered: true, conditional: true },
       schema: {
         tags: ['locations'],
         summary: 'One Location by stable or public domain',

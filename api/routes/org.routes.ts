@@ -33,7 +33,7 @@ export const orgRoutes: FastifyPluginAsync = async (root) => {
   app.get(
     '/v1/org/:domain',
     {
-      config: { metered: true },
+      config: { metered: true, conditional: true },
       schema: {
         tags: ['orgs'],
         summary: 'One Org by stable or public domain',
@@ -58,7 +58,7 @@ export const orgRoutes: FastifyPluginAsync = async (root) => {
   app.get(
     '/v1/org/:domain/locations',
     {
-      config: { metered: true },
+      config: { metered: true, conditional: true },
       schema: {
         tags: ['orgs'],
         summary: "An Org's Locations: the default first, then by name, then by domain",
