@@ -139,6 +139,25 @@ describe('registrar import', () => {
     });
   });
 
+  it('stores the name as registered, and an Org stored with collapsed spaces gets it on the next import', async () => {
+    const registered = 'SHARPEREDGES  SHARPENING LTD';
+    const source = file('spaces.csv', registrarCsv([registrarFields('13198105', registered)]));
+    await importFeed(t.db, 'registrar', source);
+    let [row] = await registerState(t.db);
+    expect(row).toMatchObject({ name: registered, public_slug: 'sharperedges-sharpening-ltd', version_number: 1 });
+    // What an older version stored: the spaces collapsed (and the hash of that name).
+    await sql`update orgs set name = 'SHARPEREDGES SHARPENING LTD', content_hash = 'old'`.execute(t.db);
+    const next = await importFeed(t.db, 'registrar', source);
+    expect(next).toMatchObject({ updated: 1, unchanged: 0 });
+    [row] = await registerState(t.db);
+    expect(row).toMatchObject({
+      name: registered,
+      public_slug: 'sharperedges-sharpening-ltd',
+      slugs: ['sharperedges-sharpening-ltd'],
+      version_number: 2,
+    });
+  });
+
   it('lets the later row win for a company number repeated in one file, counted once', async () => {
     const rows = [
       registrarFields('00000001', 'FIRST LTD', { 'RegAddress.PostTown': 'OLD TOWN' }),
