@@ -144,7 +144,11 @@ describe('registrar import', () => {
     const source = file('spaces.csv', registrarCsv([registrarFields('13198105', registered)]));
     await importFeed(t.db, 'registrar', source);
     let [row] = await registerState(t.db);
-    expect(row).toMatchObject({ name: registered, public_slug: 'sharperedges-sharpening-ltd', version_number: 1 });
+    expect(row).toMatchObject({
+      name: registered,
+      public_slug: 'sharperedges-sharpening-ltd',
+      version_number: 1,
+    });
     // What an older version stored: the spaces collapsed (and the hash of that name).
     await sql`update orgs set name = 'SHARPEREDGES SHARPENING LTD', content_hash = 'old'`.execute(t.db);
     const next = await importFeed(t.db, 'registrar', source);
