@@ -148,7 +148,7 @@ async function writeParts(base: string, n: number, rows: number): Promise<string
     for (let i = p * per + 1; i <= Math.min(rows, (p + 1) * per); i++) {
       chunk.push(rowOf(i, false));
       if (chunk.length === 1000) {
-        if (!out.write(`${chunk.join('\n')}\n`)) await new Promise((r) => out.once('drain', r));
+        if (!out.write(`${chunk.join('\n')}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
         chunk = [];
       }
     }
