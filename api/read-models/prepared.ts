@@ -3,6 +3,7 @@ import type pg from 'pg';
 
 /** A bind value standing for the named argument `name` while a query is compiled. */
 export const arg = (name: string) => `\u0000arg:${name}`;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: a NUL marks a placeholder that no SQL text contains
 const ARG = /^\u0000arg:(.+)$/;
 
 /**
