@@ -103,7 +103,7 @@ describe('bizdir accounts list / show / update', () => {
     for (const out of [JSON.stringify(shown), JSON.stringify(listed), text, table]) {
       for (const key of [a.api_key, second.api_key, b.api_key]) expect(out).not.toContain(key.slice(12));
     }
-  });
+  }, 180_000);
 
   it('update changes credits and the rate limit (none removes it); unknown ids are one clear error', async () => {
     const a = JSON.parse(await cli('accounts', 'create', '--name', 'Upd', '--credits', '10', '--json')) as {
@@ -136,5 +136,5 @@ describe('bizdir accounts list / show / update', () => {
     const bad = await runCli(['accounts', 'update', a.account_id, '--rate-limit', '10'], env);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--rate-limit must be N\/SECONDS/);
-  });
+  }, 180_000);
 });
