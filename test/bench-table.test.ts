@@ -42,7 +42,8 @@ function runBench(script: string, args: string[], env: Record<string, string> = 
 const out: Record<string, string> = {};
 beforeAll(async () => {
   // One after the other: they share two cores with the rest of the suite.
-  out.import = await runBench('import.bench.ts', ['2000']);
+  // The parts phases ((e), (f)) have no reader yet, so they are skipped here.
+  out.import = await runBench('import.bench.ts', ['2000'], { BENCH_SKIP_PARTS: '1' });
   out.api = await runBench('api.bench.ts', ['2000', '1', '1']);
   out.locations = await runBench('locations.bench.ts', [], { BENCH_ROWS: '500', BENCH_ORGS: '50' });
   out.locationsCpu = await runBench('locations-cpu.bench.ts', [], {
@@ -80,12 +81,25 @@ describe('bench table', () => {
     expect(rows[4]?.met).toBe((rows[4]?.value ?? 0) < 512);
   });
 
-  it('reads the API benchmark', () => {
+  it('reads the API benchmark: each read against its bare route, and the 304 path', () => {
     const rows = parseApi(out.api ?? '');
-    expect(shape(rows)).toEqual(['(a) bare route', '(b) GET /v1/org/{domain}', '(b) p99']);
+    expect(shape(rows)).toEqual([
+      'bare org',
+      'GET /v1/org/{domain}',
+      'GET /v1/org/{domain} p99',
+      'bare location',
+      'GET /v1/location/{domain}',
+      'GET /v1/location/{domain} p99',
+      '304 (If-None-Match)',
+    ]);
     expectMeasured(rows);
-    const [a, b] = rows;
-    expect(Math.abs((b?.ratio ?? Number.NaN) - (b?.value ?? 0) / (a?.value ?? 1))).toBeLessThan(0.01);
+    for (const [bare, app] of [
+      [rows[0], rows[1]],
+      [rows[3], rows[4]],
+    ]) {
+      expect(app?.baseline).toBe(bare?.value);
+      expect(app?.ratio).toBeCloseTo((app?.value ?? 0) / (bare?.value ?? 1), 9);
+    }
   });
 
   it('reads the locations benchmark', () => {
