@@ -25,6 +25,8 @@ const Env = Type.Object({
   MEILI_INDEX: Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' }),
   /** Folder for local state (embedded services, downloaded feeds). */
   DATA_DIR: Type.String({ minLength: 1 }),
+  /** The API's in-memory cache of rendered Orgs and Locations (api/read-models/record-cache.ts). */
+  RECORD_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
 });
 
 const DEFAULTS = {
@@ -35,6 +37,7 @@ const DEFAULTS = {
   QUEUE_PREFIX: 'bizdir',
   MEILI_INDEX: 'orgs',
   DATA_DIR: '.data',
+  RECORD_CACHE: 'on',
 } as const;
 
 const MESSAGES: Record<string, string> = {
@@ -50,6 +53,7 @@ const MESSAGES: Record<string, string> = {
   QUEUE_PREFIX: 'must be 1-64 characters of letters, digits, _ : -',
   MEILI_INDEX: 'must be 1-200 characters of letters, digits, _ -',
   DATA_DIR: 'must not be empty',
+  RECORD_CACHE: 'must be on or off',
 };
 
 type EnvValues = Static<typeof Env>;
@@ -67,6 +71,7 @@ export interface Config {
   readonly queuePrefix: string;
   readonly meiliIndex: string;
   readonly dataDir: string;
+  readonly recordCache: boolean;
 }
 
 export class ConfigError extends Error {
@@ -107,6 +112,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     queuePrefix: v.QUEUE_PREFIX,
     meiliIndex: v.MEILI_INDEX,
     dataDir: v.DATA_DIR,
+    recordCache: v.RECORD_CACHE === 'on',
   });
 }
 
