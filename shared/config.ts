@@ -29,6 +29,8 @@ const Env = Type.Object({
   DATA_DIR: Type.String({ minLength: 1 }),
   /** The API's in-memory cache of rendered Orgs and Locations (api/read-models/record-cache.ts). */
   RECORD_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
+  MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),
 });
 
 const DEFAULTS = {
@@ -41,6 +43,7 @@ const DEFAULTS = {
   MEILI_INDEX: 'orgs',
   DATA_DIR: '.data',
   RECORD_CACHE: 'on',
+  MEILI_MAX_INDEXING_MEMORY: '2 GiB',
 } as const;
 
 const MESSAGES: Record<string, string> = {
@@ -58,6 +61,7 @@ const MESSAGES: Record<string, string> = {
   MEILI_INDEX: 'must be 1-200 characters of letters, digits, _ -',
   DATA_DIR: 'must not be empty',
   RECORD_CACHE: 'must be on or off',
+  MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
 };
 
 type EnvValues = Static<typeof Env>;
@@ -77,6 +81,7 @@ export interface Config {
   readonly meiliIndex: string;
   readonly dataDir: string;
   readonly recordCache: boolean;
+  readonly meiliMaxIndexingMemory: string;
 }
 
 export class ConfigError extends Error {
@@ -119,6 +124,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     meiliIndex: v.MEILI_INDEX,
     dataDir: v.DATA_DIR,
     recordCache: v.RECORD_CACHE === 'on',
+    meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
   });
 }
 
