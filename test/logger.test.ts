@@ -24,7 +24,8 @@ function probe(env: Record<string, string>, opts: { tty: boolean; fd?: 1 | 2 }) 
   return { stdout: r.stdout, stderr: r.stderr };
 }
 
-describe('log format', () => {
+// Each case starts node processes (through tsx), seconds each on a busy machine.
+describe('log format', { timeout: 120_000 }, () => {
   it('auto is pretty on a terminal and JSON otherwise; json and pretty force it', () => {
     expect(resolveLogFormat('auto', true)).toBe('pretty');
     expect(resolveLogFormat('auto', false)).toBe('json');
