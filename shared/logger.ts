@@ -123,11 +123,7 @@ export function reportRedisOutages(
  */
 export function reportPgOutages(
   log: Logger,
-  pool: {
-    on(event: 'error', f: (e: Error) => void): unknown;
-    on(event: 'connect', f: () => void): unknown;
-    connect(): Promise<{ release(): void }>;
-  },
+  pool: { on(event: 'error', f: (e: Error) => void): unknown; on(event: 'connect', f: () => void): unknown },
   service = 'Postgres',
 ): { down(err: unknown): void } {
   const outage = outageReporter(log, service);
