@@ -2,12 +2,13 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../api/app.js';
+import { ensureOrgIndex } from '../search/meili-client.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
 import { get, importOneOrg, newAccount } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
-import { meiliEnv, testIndexName } from './support/meili.js';
+import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
 
@@ -45,13 +46,14 @@ describe('outage logging', () => {
     await redisNs.cleanup();
   });
 
-  async function appVia(databaseUrl: string, redisUrl: string): Promise<FastifyInstance> {
+  async function appVia(databaseUrl: string, redisUrl: string, meili: Record<string, string> = {}) {
     const config = loadConfig({
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl,
       QUEUE_PREFIX: redisNs.prefix,
       LOG_LEVEL: 'info',
       ...meiliEnv(testIndexName('outage')),
+      ...meili,
     });
     const app = await buildApp({ config, logger: createLogger(config, {}, sink) });
     await app.ready();
@@ -100,6 +102,34 @@ describe('outage logging', () => {
       expect(count(/^Postgres connection back/)).toBe(1);
       expect(count(/^record cache: lost/)).toBe(1);
       expect(count(/^request failed$/)).toBe(0);
+    } finally {
+      await app.close();
+      await proxy.cut();
+    }
+  });
+
+  it('Meilisearch: the same for search', async () => {
+    const index = testIndexName('outage');
+    await ensureOrgIndex(testMeiliClient(), index);
+    const env = meiliEnv(index);
+    const target = hostPort(env.MEILI_URL!, 7700);
+    const proxy = new TcpProxy(target.host, target.port);
+    await proxy.start();
+    const app = await appVia(t.url, TEST_REDIS_URL, {
+      ...env,
+      MEILI_URL: withPort(env.MEILI_URL!, proxy.port),
+    });
+    lines.length = 0;
+    try {
+      expect((await get(app, '/v1/org/search?q=acme', key)).status).toBe(200);
+      await proxy.cut();
+      for (let i = 0; i < 4; i++) expect((await get(app, '/v1/org/search?q=acme', key)).status).toBe(503);
+      await proxy.start();
+      expect(
+        await eventually(async () => (await get(app, '/v1/org/search?q=acme', key)).status === 200),
+      ).toBe(true);
+      expect(count(/^Meilisearch connection lost/)).toBe(1);
+      expect(count(/^Meilisearch connection back/)).toBe(1);
     } finally {
       await app.close();
       await proxy.cut();

@@ -16,7 +16,7 @@ declare module 'fastify' {
     /** Current time for data-credit periods; injectable so tests can cross a period boundary. */
     clock: () => Date;
     /** Logs an outage of Postgres or Redis once, and its end (see outageReporter). */
-    outages: { postgres: Outage; redis: Outage };
+    outages: { postgres: Outage; redis: Outage; meilisearch: Outage };
   }
 }
 
@@ -84,7 +84,11 @@ export const infraPlugin = fp<InfraOptions>(
     app.decorate('clock', clock);
     // Outages are logged once each, with their end, however many requests meet them (503s).
     const log = app.log as unknown as Logger;
-    const outages = { postgres: outageReporter(log, 'Postgres'), redis: outageReporter(log, 'Redis') };
+    const outages = {
+      postgres: outageReporter(log, 'Postgres'),
+      redis: outageReporter(log, 'Redis'),
+      meilisearch: outageReporter(log, 'Meilisearch'),
+    };
     pg.pool.on('error', (err) => outages.postgres.down(err));
     pg.pool.on('connect', () => outages.postgres.up());
     redis.on('error', (err) => outages.redis.down(err));
