@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Database, ImportFeed, ImportOptionsJson } from '../shared/database.js';
+import type { Db } from '../shared/db.js';
 import type { NewIssue } from './import-issues.repository.js';
 import type { LookupColumns } from './table-stats.js';
 
@@ -18,6 +19,9 @@ import type { LookupColumns } from './table-stats.js';
  *                  must be set-based (no query per row) and must not write unchanged records
  *   finish         once, after the last batch, inside the transaction that marks the run succeeded
  *                  (e.g. `--full`: mark what the file did not contain)
+ *   staged         (optional) the feed reads any number of sources (parts), in parallel: loadBatch
+ *                  only stages rows; once every part is read, `staged.mergeChunk` writes the records,
+ *                  one chunk of keys per transaction, and `staged.finish` settles the run.
  *
  * Resume contract: a retried run skips the records before its checkpoint, so loadBatch sees every
  * record exactly once across attempts; it gets the run id to tell its own earlier writes apart.
@@ -29,6 +33,36 @@ export interface FeedHandler<R = unknown> {
   /** The tables and columns its per-batch lookups filter on: kept analysed during a run (table-stats.ts). */
   readonly lookupColumns: LookupColumns;
   prepare(header: readonly string[], options: ImportOptionsJson): PreparedFeed<R>;
+  readonly staged?: StagedFeed;
+}
+
+/** A feed whose parts stage their rows and whose run merges them once every part is read. */
+export interface StagedFeed {
+  /** Makes the run's staging area (idempotent; parts call it when they start). */
+  open(db: Db, runId: number): Promise<void>;
+  /** Rows a part has in the staging area. */
+  stagedRows(db: Db, runId: number, partNo: number): Promise<number>;
+  dropPart(trx: Transaction<Database>, runId: number, partNo: number): Promise<void>;
+  /** Once, before the first chunk (e.g. index the staging area); idempotent. */
+  prepareMerge(db: Db, runId: number): Promise<void>;
+  mergeChunk(trx: Transaction<Database>, ctx: BatchContext, after: string): Promise<MergeOutcome>;
+  /** The run's last transaction: `complete` is false when a part failed (no `--full` marking then). */
+  finish(trx: Transaction<Database>, ctx: BatchContext, complete: boolean): Promise<FinishOutcome>;
+  /** Drops the staging area of a run that settled without finish (failed). */
+  discard(db: Db, runId: number): Promise<void>;
+}
+
+export interface MergeOutcome {
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  /** Keys merged in this chunk. */
+  merged: number;
+  /** The last key merged; null when nothing was left to merge. */
+  last: string | null;
+  changedOrgIds: number[];
+  /** inserted / updated / unchanged by the part whose row won. */
+  byPart: Map<number, { inserted: number; updated: number; unchanged: number }>;
 }
 
 /** Options as given on the command line or by a schedule. */
@@ -45,7 +79,8 @@ export interface PreparedFeed<R> {
     rows: readonly BatchRow<R>[],
     ctx: BatchContext,
   ): Promise<BatchOutcome>;
-  finish(trx: Transaction<Database>, ctx: FinishContext): Promise<FinishOutcome>;
+  /** Direct-load feeds only (staged feeds finish in StagedFeed.finish). */
+  finish?(trx: Transaction<Database>, ctx: FinishContext): Promise<FinishOutcome>;
 }
 
 export interface RowIssue {
@@ -65,6 +100,8 @@ export interface BatchRow<R> {
 
 export interface BatchContext {
   runId: number;
+  /** The part (source) of the run the batch comes from, 1-based. */
+  partNo: number;
   options: ImportOptionsJson;
 }
 

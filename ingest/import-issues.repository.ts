@@ -16,11 +16,16 @@ export interface NewIssue {
 /** Longer raw text is cut: the row is kept for a person to read, not to be re-imported from here. */
 const MAX_RAW = 8_000;
 
-export async function insertIssues(trx: Transaction<Database>, runId: number, issues: readonly NewIssue[]) {
+export async function insertIssues(
+  trx: Transaction<Database>,
+  runId: number,
+  partNo: number,
+  issues: readonly NewIssue[],
+) {
   if (issues.length === 0) return;
   await sql`
-    insert into import_rejects (run_id, severity, line_number, column_name, reason, raw)
-    select ${runId}, * from unnest(
+    insert into import_rejects (run_id, part_no, severity, line_number, column_name, reason, raw)
+    select ${runId}, ${partNo}::int, * from unnest(
       ${issues.map((i) => i.severity)}::text[], ${issues.map((i) => i.line)}::bigint[],
       ${issues.map((i) => i.column)}::text[], ${issues.map((i) => i.reason)}::text[],
       ${issues.map((i) => (i.raw === null ? null : i.raw.slice(0, MAX_RAW)))}::text[])`.execute(trx);
@@ -31,6 +36,7 @@ export async function listIssues(db: Db, runId: number, limit: number): Promise<
     .selectFrom('import_rejects')
     .selectAll()
     .where('run_id', '=', runId)
+    .orderBy('part_no')
     .orderBy('line_number')
     .orderBy('id')
     .limit(limit)

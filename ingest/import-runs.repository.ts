@@ -1,9 +1,19 @@
 import { type Selectable, sql, type Transaction } from 'kysely';
-import type { Database, ImportFeed, ImportOptionsJson, ImportRunsTable } from '../shared/database.js';
+import type {
+  Database,
+  ImportFeed,
+  ImportOptionsJson,
+  ImportRunPartsTable,
+  ImportRunsTable,
+} from '../shared/database.js';
 import type { Db } from '../shared/db.js';
 
-/** Queries on import_runs, one Kysely chain per function; the logic lives in run-import.ts. */
+/**
+ * Queries on import_runs and import_run_parts, one Kysely chain per function. Only ingest/import-run.ts
+ * (the run's state) calls them; the logic lives there and in run-import.ts.
+ */
 export type ImportRun = Omit<Selectable<ImportRunsTable>, 'options'> & { options: ImportOptionsJson };
+export type ImportPart = Selectable<ImportRunPartsTable>;
 
 export interface BatchCounts {
   rows_read: number;
@@ -29,8 +39,14 @@ export const ZERO_COUNTS: BatchCounts = {
 };
 
 export async function createRun(
-  db: Db,
-  run: { feed: ImportFeed; source: string; options: ImportOptionsJson; scheduleName?: string | null },
+  db: Db | Transaction<Database>,
+  run: {
+    feed: ImportFeed;
+    source: string;
+    options: ImportOptionsJson;
+    scheduleName?: string | null;
+    parts?: number;
+  },
 ): Promise<ImportRun> {
   const row = await db
     .insertInto('import_runs')
@@ -40,6 +56,7 @@ export async function createRun(
       // The column type wraps Json in Generated, which Kysely does not unwrap for inserts.
       options: JSON.stringify(run.options) as never,
       schedule_name: run.scheduleName ?? null,
+      parts: run.parts ?? 1,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -61,9 +78,136 @@ export async function listRuns(db: Db, limit: number): Promise<ImportRun[]> {
 }
 
 /** Starts (or resumes) a run; the first start time is kept across retries. */
-export async function markRunning(db: Db, id: number, bytesTotal: number | null): Promise<void> {
+export async function markRunning(db: Db, id: number): Promise<void> {
   await db
     .updateTable('import_runs')
+    .set({
+      status: 'running',
+      started_at: sql<Date>`coalesce(started_at, now())`,
+      error: null,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/**
+ * Adds a batch's counts to its part and to the run, and moves the part's checkpoint, in the batch's own
+ * transaction: after a crash the counts and checkpoint say exactly what is committed. The run's row
+ * is updated last, so parallel parts hold its lock only while they commit.
+ */
+export async function recordPartBatch(
+  trx: Transaction<Database>,
+  part: { id: number; run_id: number },
+  counts: BatchCounts & { accepted: number },
+  checkpointRows: number,
+  bytesRead: number,
+): Promise<ImportRun> {
+  await trx
+    .updateTable('import_run_parts')
+    .set((eb) => ({
+      rows_read: eb('rows_read', '+', counts.rows_read),
+      accepted: eb('accepted', '+', counts.accepted),
+      rejected: eb('rejected', '+', counts.rejected),
+      warnings: eb('warnings', '+', counts.warnings),
+      inserted: eb('inserted', '+', counts.inserted),
+      updated: eb('updated', '+', counts.updated),
+      unchanged: eb('unchanged', '+', counts.unchanged),
+      checkpoint_rows: checkpointRows,
+      bytes_read: bytesRead,
+    }))
+    .where('id', '=', part.id)
+    .execute();
+  return addRunCounts(trx, part.run_id, counts);
+}
+
+/** Adds counts to a run (a batch of a part, or a merged chunk). */
+export async function addRunCounts(
+  trx: Transaction<Database>,
+  id: number,
+  counts: Partial<BatchCounts> & { merged?: number; mergeAfter?: string },
+): Promise<ImportRun> {
+  const row = await trx
+    .updateTable('import_runs')
+    .set((eb) => ({
+      rows_read: eb('rows_read', '+', counts.rows_read ?? 0),
+      inserted: eb('inserted', '+', counts.inserted ?? 0),
+      updated: eb('updated', '+', counts.updated ?? 0),
+      unchanged: eb('unchanged', '+', counts.unchanged ?? 0),
+      rejected: eb('rejected', '+', counts.rejected ?? 0),
+      warnings: eb('warnings', '+', counts.warnings ?? 0),
+      duplicates: eb('duplicates', '+', counts.duplicates ?? 0),
+      merged_rows: eb('merged_rows', '+', counts.merged ?? 0),
+      ...(counts.mergeAfter !== undefined ? { merge_after: counts.mergeAfter } : {}),
+      // The run's checkpoint is the sum of its parts' (what `imports list` has always shown).
+      checkpoint_rows: eb('checkpoint_rows', '+', counts.rows_read ?? 0),
+    }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return asRun(row);
+}
+
+/** Adds merge counts to the parts whose rows won (inserted, updated, unchanged). */
+export async function addPartMergeCounts(
+  trx: Transaction<Database>,
+  runId: number,
+  byPart: ReadonlyMap<number, { inserted: number; updated: number; unchanged: number }>,
+): Promise<void> {
+  for (const [partNo, c] of byPart) {
+    await trx
+      .updateTable('import_run_parts')
+      .set((eb) => ({
+        inserted: eb('inserted', '+', c.inserted),
+        updated: eb('updated', '+', c.updated),
+        unchanged: eb('unchanged', '+', c.unchanged),
+      }))
+      .where('run_id', '=', runId)
+      .where('part_no', '=', partNo)
+      .execute();
+  }
+}
+
+export async function insertParts(
+  db: Db | Transaction<Database>,
+  runId: number,
+  parts: readonly { source: string; entry: string | null }[],
+): Promise<ImportPart[]> {
+  if (parts.length === 0) return [];
+  return db
+    .insertInto('import_run_parts')
+    .values(parts.map((p, i) => ({ run_id: runId, part_no: i + 1, source: p.source, entry: p.entry })))
+    .onConflict((oc) => oc.columns(['run_id', 'part_no']).doNothing())
+    .returningAll()
+    .execute();
+}
+
+export async function getParts(db: Db | Transaction<Database>, runId: number): Promise<ImportPart[]> {
+  return db
+    .selectFrom('import_run_parts')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .orderBy('part_no')
+    .execute();
+}
+
+export async function getPart(db: Db | Transaction<Database>, id: number): Promise<ImportPart | undefined> {
+  return db.selectFrom('import_run_parts').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function setPartJobIds(db: Db, runId: number, jobIds: ReadonlyMap<number, string>) {
+  for (const [partNo, jobId] of jobIds) {
+    await db
+      .updateTable('import_run_parts')
+      .set({ job_id: jobId })
+      .where('run_id', '=', runId)
+      .where('part_no', '=', partNo)
+      .execute();
+  }
+}
+
+export async function markPartRunning(db: Db, id: number, bytesTotal: number | null): Promise<void> {
+  await db
+    .updateTable('import_run_parts')
     .set({
       status: 'running',
       started_at: sql<Date>`coalesce(started_at, now())`,
@@ -74,34 +218,66 @@ export async function markRunning(db: Db, id: number, bytesTotal: number | null)
     .execute();
 }
 
+/** The run's total bytes: the sum of its parts' once every part knows its size. */
+export async function refreshRunBytesTotal(db: Db, runId: number): Promise<void> {
+  await sql`
+    update import_runs r set bytes_total = (
+      select case when count(*) = count(p.bytes_total) then sum(p.bytes_total) end
+      from import_run_parts p where p.run_id = r.id)
+    where r.id = ${runId}`.execute(db);
+}
+
+export async function markPartSucceeded(db: Db, id: number, bytesRead: number): Promise<void> {
+  await db
+    .updateTable('import_run_parts')
+    .set({ status: 'succeeded', bytes_read: bytesRead, finished_at: new Date(), error: null })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Marks a part failed unless it already succeeded. */
+export async function markPartFailed(db: Db, id: number, error: string): Promise<void> {
+  await db
+    .updateTable('import_run_parts')
+    .set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
+    .where('id', '=', id)
+    .where('status', 'in', ['queued', 'running'])
+    .execute();
+}
+
+export async function notePartAttemptError(db: Db, id: number, error: string): Promise<void> {
+  await db
+    .updateTable('import_run_parts')
+    .set({ error: `attempt failed, will retry: ${error}`.slice(0, 2000) })
+    .where('id', '=', id)
+    .execute();
+}
+
 /**
- * Adds a batch's counts and moves the checkpoint, in the batch's own transaction: after a crash the
- * counts and checkpoint say exactly what is committed.
+ * Forgets what a part had done (its staged rows were lost: a server crash empties unlogged tables):
+ * its counts come off the run and it starts again from its first row.
  */
-export async function recordBatch(
-  trx: Transaction<Database>,
-  id: number,
-  counts: BatchCounts,
-  checkpointRows: number,
-  bytesRead: number,
-): Promise<ImportRun> {
-  const row = await trx
+export async function resetPart(trx: Transaction<Database>, part: ImportPart): Promise<void> {
+  await trx
     .updateTable('import_runs')
     .set((eb) => ({
-      rows_read: eb('rows_read', '+', counts.rows_read),
-      inserted: eb('inserted', '+', counts.inserted),
-      updated: eb('updated', '+', counts.updated),
-      unchanged: eb('unchanged', '+', counts.unchanged),
-      rejected: eb('rejected', '+', counts.rejected),
-      warnings: eb('warnings', '+', counts.warnings),
-      duplicates: eb('duplicates', '+', counts.duplicates),
-      checkpoint_rows: checkpointRows,
-      bytes_read: bytesRead,
+      rows_read: eb('rows_read', '-', part.rows_read),
+      rejected: eb('rejected', '-', part.rejected),
+      warnings: eb('warnings', '-', part.warnings),
+      checkpoint_rows: eb('checkpoint_rows', '-', part.rows_read),
     }))
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return asRun(row);
+    .where('id', '=', part.run_id)
+    .execute();
+  await trx
+    .updateTable('import_run_parts')
+    .set({ rows_read: 0, accepted: 0, rejected: 0, warnings: 0, checkpoint_rows: 0, bytes_read: 0 })
+    .where('id', '=', part.id)
+    .execute();
+  await trx
+    .deleteFrom('import_rejects')
+    .where('run_id', '=', part.run_id)
+    .where('part_no', '=', part.part_no)
+    .execute();
 }
 
 export async function markSucceeded(

@@ -1,9 +1,20 @@
 import { ISO_CODES } from '../shared/countries.js';
 import type { ImportOptionsJson } from '../shared/database.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
-import { closeMissingOrgs, loadRegistrarBatch } from './registrar.loader.js';
+import { closeMissingOrgs, mergeRegistrarChunk } from './registrar.loader.js';
 import { normalizeRegistrarRow, type RegistrarRecord } from './registrar.normalize.js';
 import { mapRegistrarHeader, readRegistrarRow } from './registrar.parser.js';
+import {
+  createStage,
+  deleteStagedPart,
+  dropStage,
+  indexStage,
+  stagedRowsOf,
+  stageRows,
+} from './registrar.stage.js';
+
+/** Company numbers merged per transaction. */
+const MERGE_CHUNK = 5000;
 
 /** The registrar feed: the company register bulk file (FEEDS.md section 1). */
 export const registrarFeed: FeedHandler<RegistrarRecord> = {
@@ -17,7 +28,8 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
     return { country, full: raw.full === true };
   },
 
-  // One register at a time: two imports of the same register would race on the same companies.
+  // One register at a time: two merges into the same register would race on the same companies
+  // (parts only stage, so they need no lock).
   lockKey: (options) => `registrar:${options.country ?? 'GB'}`,
 
   // Orgs are found by company number (the lookup that went wrong with stale statistics); addresses and
@@ -30,8 +42,35 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
     const today = new Date();
     return {
       normalize: (fields) => normalizeRegistrarRow(readRegistrarRow(fields, index), country, today),
-      loadBatch: (trx, rows, ctx) => loadRegistrarBatch(trx, rows, { runId: ctx.runId, country }),
-      finish: (trx, ctx) => closeMissingOrgs(trx, { runId: ctx.runId, country }, options.full === true),
+      loadBatch: async (trx, rows, ctx) => {
+        await stageRows(trx, ctx.runId, ctx.partNo, rows);
+        return { inserted: 0, updated: 0, unchanged: 0, duplicates: 0, changedOrgIds: [] };
+      },
     };
+  },
+
+  // The register ships in parts (and a company may appear twice): parts stage, the run merges.
+  staged: {
+    open: createStage,
+    stagedRows: stagedRowsOf,
+    dropPart: deleteStagedPart,
+    prepareMerge: indexStage,
+    mergeChunk: (trx, ctx, after) =>
+      mergeRegistrarChunk(
+        trx,
+        { runId: ctx.runId, country: ctx.options.country ?? 'GB' },
+        after,
+        MERGE_CHUNK,
+      ),
+    async finish(trx, ctx, complete) {
+      const country = ctx.options.country ?? 'GB';
+      const outcome =
+        complete && ctx.options.full === true
+          ? await closeMissingOrgs(trx, { runId: ctx.runId, country })
+          : { closed: 0, changedOrgIds: [] };
+      await dropStage(trx, ctx.runId);
+      return outcome;
+    },
+    discard: (db, runId) => dropStage(db, runId),
   },
 };

@@ -2,12 +2,13 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
 import { allocateSlugs, recordSlugs } from '../shared/public-domains.js';
-import type { BatchOutcome, BatchRow } from './feed-handler.js';
-import { deleteRunKeys, recordRunKeys } from './import-run-keys.repository.js';
+import type { MergeOutcome } from './feed-handler.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
+import { nextWinners, stagedRecords, stageTableOf } from './registrar.stage.js';
 
 /**
- * The one place that writes register records. Set-based per batch: one query finds what exists,
+ * The one place that writes register records, from a run's staged rows (registrar.stage.ts), one
+ * chunk of company numbers at a time. Set-based per chunk: one query finds what exists,
  * then one statement per kind of write (new companies with their addresses and public labels,
  * changed Orgs, changed addresses), so the cost per row is a few microseconds of SQL, not a round trip.
  *
@@ -21,7 +22,6 @@ interface Existing {
   name: string;
   content_hash: string;
   left_register_on: string | null;
-  last_run_id: number | null;
   address_id: number | null;
   address_hash: string | null;
 }
@@ -32,12 +32,9 @@ interface Ctx {
 }
 
 async function findExisting(trx: Transaction<Database>, country: string, numbers: string[]) {
-  // The Org's hash covers its address's hash, so an unchanged Org needs no look at its address:
-  // only Orgs whose hash differs get their address hash read (addressHashes), which keeps a no-op
-  // re-import to one index lookup per row.
   const { rows } = await sql<Omit<Existing, 'address_hash'>>`
     select o.id, o.registration_number as number, o.name, o.content_hash, o.left_register_on,
-           o.last_run_id, o.registered_address_id as address_id
+           o.registered_address_id as address_id
     from orgs o
     -- = any() keeps the plan on the registration index whatever the table size; a join to unnest()
     -- may be planned as a sequential scan of every Org for each batch.
@@ -134,7 +131,6 @@ async function insertOrgs(
 interface OrgChange {
   existing: Existing;
   record: RegistrarRecord;
-  /** False for a second row of the same company in one run: the run already bumped it once. */
   bump: boolean;
 }
 
@@ -192,98 +188,98 @@ async function updateAddresses(trx: Transaction<Database>, changes: readonly Org
     where a.id = v.id`.execute(trx);
 }
 
-/** Loads one batch of register rows for one register country. */
-export async function loadRegistrarBatch(
+/**
+ * Merges the next chunk of a run's staged rows (registrar.stage.ts) into the Orgs: one row per company
+ * number, the last one of the run. Each number is met once per run, so a changed Org is bumped
+ * exactly once, and an unchanged one is never read into JavaScript (the stage query says so).
+ */
+export async function mergeRegistrarChunk(
   trx: Transaction<Database>,
-  rows: readonly BatchRow<RegistrarRecord>[],
   ctx: Ctx,
-): Promise<BatchOutcome> {
-  // Duplicate numbers inside the batch: the later row wins.
-  const last = new Map<string, BatchRow<RegistrarRecord>>();
-  for (const row of rows) {
-    last.delete(row.record.number);
-    last.set(row.record.number, row);
-  }
-  const unique = [...last.values()];
-  let duplicates = rows.length - unique.length;
-  const numbers = unique.map((r) => r.record.number);
-  const existing = await findExisting(trx, ctx.country, numbers);
-  // Has this run met a number before? Orgs it wrote carry its id in last_run_id; the ones it found
-  // unchanged (and so did not write) are listed in import_run_keys. A new number cannot be a repeat.
-  const unwritten = [...existing.values()].filter((e) => e.last_run_id !== ctx.runId).map((e) => e.number);
-  const seenBefore = await recordRunKeys(trx, ctx.runId, unwritten);
-  const isRepeat = (number: string, found: Existing | undefined) =>
-    found !== undefined && (found.last_run_id === ctx.runId || seenBefore.has(number));
-
-  const stale = [...existing.values()].filter(
-    (e) => e.address_id !== null && e.content_hash !== last.get(e.number)!.record.orgHash,
+  after: string,
+  limit: number,
+): Promise<MergeOutcome> {
+  const winners = await nextWinners(trx, ctx.runId, ctx.country, after, limit);
+  const byPart = new Map<number, { inserted: number; updated: number; unchanged: number }>();
+  const tally = (partNo: number, k: 'inserted' | 'updated' | 'unchanged') => {
+    const c = byPart.get(partNo) ?? { inserted: 0, updated: 0, unchanged: 0 };
+    c[k]++;
+    byPart.set(partNo, c);
+  };
+  const outcome: MergeOutcome = {
+    inserted: 0,
+    updated: 0,
+    unchanged: 0,
+    merged: winners.length,
+    last: winners.at(-1)?.number ?? null,
+    changedOrgIds: [],
+    byPart,
+  };
+  const todo = winners.filter((w) => {
+    if (w.same) tally(w.part_no, 'unchanged');
+    return !w.same;
+  });
+  outcome.unchanged = winners.length - todo.length;
+  if (todo.length === 0) return outcome;
+  const staged = await stagedRecords(trx, ctx.runId, todo);
+  const existing = await findExisting(
+    trx,
+    ctx.country,
+    staged.map((s) => s.record.number),
   );
+  const stale = [...existing.values()].filter((e) => e.address_id !== null);
   const hashes = await addressHashes(
     trx,
     stale.map((e) => e.address_id!),
   );
   for (const e of stale) e.address_hash = hashes.get(e.address_id!) ?? null;
 
-  const inserts: BatchRow<RegistrarRecord>[] = [];
+  const inserts: { record: RegistrarRecord; part_no: number }[] = [];
   const orgChanges: OrgChange[] = [];
   const addressChanges: OrgChange[] = [];
-  let updated = 0;
-  let unchanged = 0;
-  for (const row of unique) {
+  for (const row of staged) {
     const rec = row.record;
-    // A number an earlier batch of this run already had: the later row wins, counted once.
     const found = existing.get(rec.number);
-    const repeat = isRepeat(rec.number, found);
-    if (repeat) duplicates++;
     if (!found) {
       inserts.push(row);
+      tally(row.part_no, 'inserted');
       continue;
     }
     const orgChanged = found.content_hash !== rec.orgHash || found.left_register_on !== null;
-    // address_hash was read only for Orgs whose hash differs (an equal Org hash implies an equal address).
-    const addressChanged =
-      found.address_id !== null &&
-      found.content_hash !== rec.orgHash &&
-      found.address_hash !== rec.addressHash;
+    const addressChanged = found.address_id !== null && found.address_hash !== rec.addressHash;
     if (!orgChanged && !addressChanged && found.address_id !== null) {
-      if (!repeat) unchanged++;
+      // Only an Org that lost its address comes here unchanged; counted as the query saw it.
+      tally(row.part_no, 'unchanged');
+      outcome.unchanged++;
       continue;
     }
-    const change = { existing: found, record: rec, bump: found.last_run_id !== ctx.runId };
+    const change = { existing: found, record: rec, bump: true };
     if (orgChanged || found.address_id === null) orgChanges.push(change);
     if (addressChanged) addressChanges.push(change);
-    if (!repeat) updated++;
+    tally(row.part_no, 'updated');
+    outcome.updated++;
   }
   const insertedIds = await insertOrgs(trx, inserts, ctx);
+  outcome.inserted = insertedIds.length;
   await updateOrgs(trx, orgChanges, ctx);
   await updateAddresses(trx, addressChanges);
-  return {
-    inserted: insertedIds.length,
-    updated,
-    unchanged,
-    duplicates,
-    changedOrgIds: [...insertedIds, ...orgChanges.map((c) => c.existing.id)],
-  };
+  outcome.changedOrgIds = [...insertedIds, ...orgChanges.map((c) => c.existing.id)];
+  return outcome;
 }
 
 /**
- * `--full`: every Org of the register country that the run neither wrote (last_run_id) nor found
- * unchanged (import_run_keys) has left the register.
+ * `--full`: every Org of the register country that no part of the run holds has left the register.
  * Nothing is deleted; an Org that comes back later is cleared by updateOrgs (its hash check sees
- * left_register_on set). Also drops the run's key list, which is no longer needed.
+ * left_register_on set). Runs after every part has been read and merged, in the run's last transaction.
  */
-export async function closeMissingOrgs(trx: Transaction<Database>, ctx: Ctx, full: boolean) {
-  let ids: number[] = [];
-  if (full) {
-    const { rows } = await sql<{ id: number }>`
-      update orgs o set left_register_on = current_date, version_number = o.version_number + 1,
-        updated = now(), last_run_id = ${ctx.runId}::bigint
-      where o.registration_country = ${ctx.country} and o.registration_number is not null
-        and o.left_register_on is null and o.last_run_id is distinct from ${ctx.runId}::bigint
-        and not exists (select 1 from import_run_keys k where k.run_id = ${ctx.runId}::bigint and k.key = o.registration_number)
-      returning o.id`.execute(trx);
-    ids = rows.map((r) => Number(r.id));
-  }
-  await deleteRunKeys(trx, ctx.runId);
+export async function closeMissingOrgs(trx: Transaction<Database>, ctx: Ctx) {
+  const { rows } = await sql<{ id: number }>`
+    update orgs o set left_register_on = current_date, version_number = o.version_number + 1,
+      updated = now(), last_run_id = ${ctx.runId}::bigint
+    where o.registration_country = ${ctx.country} and o.registration_number is not null
+      and o.left_register_on is null
+      and not exists (select 1 from ${sql.table(stageTableOf(ctx.runId))} s where s.number = o.registration_number)
+    returning o.id`.execute(trx);
+  const ids = rows.map((r) => Number(r.id));
   return { closed: ids.length, changedOrgIds: ids };
 }

@@ -201,7 +201,10 @@ export function normalizeRegistrarRow(
   today = new Date(),
 ): NormalizedRow<RegistrarRecord> {
   const warnings: RowIssue[] = [];
-  const name = row.name.replace(/\s+/g, ' ');
+  // The name as registered (issue 14): runs of spaces are kept ("SHARPEREDGES  SHARPENING LTD" is
+  // a real row); only the ends are trimmed, as every value is. Search, not the importer, treats a run
+  // of whitespace as one space.
+  const name = row.name;
   if (name === '')
     return { ok: false, reject: { column: columnOf('name'), reason: 'missing company name' }, warnings };
   if (row.number === '') {

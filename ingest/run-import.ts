@@ -3,19 +3,39 @@ import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { type CsvRecord, openCsv } from './csv.js';
-import type { BatchOutcome, BatchRow, PreparedFeed } from './feed-handler.js';
+import type {
+  BatchContext,
+  BatchOutcome,
+  BatchRow,
+  FeedHandler,
+  PreparedFeed,
+  StagedFeed,
+} from './feed-handler.js';
 import { feedHandler } from './feeds.js';
 import { insertIssues, type NewIssue } from './import-issues.repository.js';
 import {
+  addRunCounts,
+  advanceMerge,
+  advancePart,
   type BatchCounts,
+  failPart,
+  failRun,
+  getPart,
   getRun,
+  type ImportPart,
   type ImportRun,
-  markFailed,
-  markRunning,
-  markSucceeded,
-  noteAttemptError,
-  recordBatch,
-} from './import-runs.repository.js';
+  isPartDone,
+  isSettled,
+  notePartRetry,
+  noteRunRetry,
+  partLocation,
+  partsOf,
+  restartPart,
+  startPart,
+  startRun,
+  succeedPart,
+  succeedRun,
+} from './import-run.js';
 import { openSource, SourceError } from './source.js';
 import { StatsKeeper } from './table-stats.js';
 
@@ -91,50 +111,254 @@ export const progressOf = (run: ImportRun): ImportProgress => ({
   bytesTotal: run.bytes_total,
 });
 
-const TERMINAL = new Set(['succeeded', 'failed', 'skipped']);
-
+/**
+ * Runs an import run to its end: every part not read yet (in this process, one after the other),
+ * then the run's last step. This is what the run's own job calls (when the part jobs have read the
+ * parts, only the last step is left); tests and tools call it directly.
+ */
 export async function runImport(deps: RunImportDeps, runId: number): Promise<ImportRun> {
   const { db } = deps;
   const run = await getRun(db, runId);
   if (!run) throw new ImportFailedError(`import run ${runId} does not exist`, true);
   // A job delivered twice (or retried after it finished) must not load again.
-  if (TERMINAL.has(run.status)) return run;
+  if (isSettled(run.status)) return run;
   const handler = feedHandler(run.feed);
   if (!handler) {
     const message = `no handler for feed "${run.feed}"`;
-    await markFailed(db, runId, message);
+    await failRun(db, runId, message);
     throw new ImportFailedError(message, true);
   }
-  const lockKey = `bizdir:import:${handler.lockKey(run.options)}`;
-  try {
-    // A session lock on a connection of its own, held for the whole run: a second import of the same
-    // register waits here. If this process dies, Postgres drops the connection and the lock with it.
-    return await db.connection().execute(async (conn) => {
-      const got = await sql<{ ok: boolean }>`select pg_try_advisory_lock(hashtext(${lockKey})) as ok`.execute(
-        conn,
-      );
-      if (!got.rows[0]?.ok) {
-        deps.logger?.info({ runId, lockKey }, 'waiting for another import of the same feed to finish');
-        await sql`select pg_advisory_lock(hashtext(${lockKey}))`.execute(conn);
-      }
-      try {
-        // Re-read: another worker may have finished this run while we waited.
-        const fresh = await getRun(db, runId);
-        if (!fresh || TERMINAL.has(fresh.status)) return fresh ?? run;
-        return await load(deps, fresh);
-      } finally {
-        await sql`select pg_advisory_unlock(hashtext(${lockKey}))`.execute(conn);
-      }
+  const parts = await partsOf(db, run);
+  if (!handler.staged) {
+    if (parts.length !== 1) {
+      const message = `the ${run.feed} feed takes one source per run (this run has ${parts.length})`;
+      await failRun(db, runId, message);
+      throw new ImportFailedError(message, true);
+    }
+    return withRunErrors(deps, runId, () =>
+      withFeedLock(deps, run, handler, async (fresh) => loadDirect(deps, fresh, parts[0]!)),
+    );
+  }
+  for (const part of parts) {
+    if (isPartDone(part.status)) continue;
+    // A part that fails for good is recorded (runPart); the run still settles below: the parts that
+    // loaded are merged, nothing is marked as gone, and the run fails.
+    await runPart(deps, part.id).catch((error: unknown) => {
+      if (error instanceof ImportFailedError && error.permanent) return;
+      throw error;
     });
+  }
+  return settleRun(deps, runId);
+}
+
+/** Runs `fn` holding the feed's lock (a session advisory lock on a connection of its own). */
+async function withFeedLock<T>(
+  deps: RunImportDeps,
+  run: ImportRun,
+  handler: FeedHandler,
+  fn: (fresh: ImportRun) => Promise<T | ImportRun>,
+): Promise<T | ImportRun> {
+  const { db } = deps;
+  const lockKey = `bizdir:import:${handler.lockKey(run.options)}`;
+  // Held for the whole step: a second import of the same register waits here. If this process dies,
+  // Postgres drops the connection and the lock with it.
+  return db.connection().execute(async (conn) => {
+    const got = await sql<{ ok: boolean }>`select pg_try_advisory_lock(hashtext(${lockKey})) as ok`.execute(
+      conn,
+    );
+    if (!got.rows[0]?.ok) {
+      deps.logger?.info({ runId: run.id, lockKey }, 'waiting for another import of the same feed to finish');
+      await sql`select pg_advisory_lock(hashtext(${lockKey}))`.execute(conn);
+    }
+    try {
+      // Re-read: another worker may have finished this run while we waited.
+      const fresh = await getRun(db, run.id);
+      if (!fresh || isSettled(fresh.status)) return fresh ?? run;
+      return await fn(fresh);
+    } finally {
+      await sql`select pg_advisory_unlock(hashtext(${lockKey}))`.execute(conn);
+    }
+  });
+}
+
+/** Maps a run-level step's failure: a permanent one fails the run, a passing one is noted for the retry. */
+async function withRunErrors(
+  deps: RunImportDeps,
+  runId: number,
+  fn: () => Promise<ImportRun>,
+): Promise<ImportRun> {
+  try {
+    return await fn();
   } catch (error) {
     // Not a failure: nothing to record, the run's row already says where it stopped.
     if (error instanceof ImportInterruptedError) throw error;
     const failure = classify(error);
-    if (failure.permanent) await markFailed(db, runId, failure.message);
-    else await noteAttemptError(db, runId, failure.message).catch(() => {});
+    if (failure.permanent) await failRun(deps.db, runId, failure.message);
+    else await noteRunRetry(deps.db, runId, failure.message).catch(() => {});
     deps.logger?.warn({ runId, err: failure.message, permanent: failure.permanent }, 'import attempt failed');
     throw failure;
   }
+}
+
+/**
+ * Reads one part of a staged run into its staging area, from its checkpoint to its end. What a part
+ * job runs; any number of them run at once, on any workers. A part that fails for good is recorded
+ * as failed (the run fails when it settles); a passing failure is noted and thrown for the retry.
+ */
+export async function runPart(deps: RunImportDeps, partId: number): Promise<ImportPart | undefined> {
+  const { db } = deps;
+  const part = await getPart(db, partId);
+  if (!part || isPartDone(part.status)) return part;
+  const run = await getRun(db, part.run_id);
+  if (!run || isSettled(run.status)) return part;
+  const handler = feedHandler(run.feed);
+  try {
+    if (!handler?.staged) throw new ImportFailedError(`the ${run.feed} feed is not read in parts`, true);
+    await readPart(deps, run, part, handler, handler.staged);
+    return await getPart(db, partId);
+  } catch (error) {
+    if (error instanceof ImportInterruptedError) throw error;
+    const failure = classify(error);
+    if (failure.permanent) await failPart(db, part, failure.message);
+    else await notePartRetry(db, part, failure.message).catch(() => {});
+    deps.logger?.warn(
+      { runId: run.id, part: part.part_no, err: failure.message, permanent: failure.permanent },
+      'import part failed',
+    );
+    throw failure;
+  }
+}
+
+/** A part that stopped with a failure the part job could not record (e.g. stalled too often). */
+export async function failPartFor(db: Db, partId: number, message: string): Promise<void> {
+  const part = await getPart(db, partId);
+  if (part) await failPart(db, part, message);
+}
+
+async function readPart(
+  deps: RunImportDeps,
+  run: ImportRun,
+  start: ImportPart,
+  handler: FeedHandler,
+  staged: StagedFeed,
+): Promise<void> {
+  const { db } = deps;
+  await staged.open(db, run.id);
+  let part = start;
+  if (part.checkpoint_rows > 0 && (await staged.stagedRows(db, run.id, part.part_no)) !== part.accepted) {
+    // The staged rows did not survive (a database crash empties unlogged tables): read it again.
+    deps.logger?.warn({ runId: run.id, part: part.part_no }, 'staged rows lost; reading the part again');
+    await db.transaction().execute(async (trx) => {
+      await staged.dropPart(trx, run.id, part.part_no);
+      await restartPart(trx, part);
+    });
+    part = (await getPart(db, part.id))!;
+  }
+  await readSource(deps, run, part, handler);
+  deps.logger?.info({ runId: run.id, part: part.part_no }, 'import part read');
+}
+
+/**
+ * The run's last step, once every part is read: merges the staged rows (one chunk of keys per
+ * transaction, resumable), then settles: succeeded (with `--full` marking), or failed when a part
+ * failed (what loaded stays loaded, nothing is marked as gone).
+ */
+export async function settleRun(deps: RunImportDeps, runId: number): Promise<ImportRun> {
+  const { db } = deps;
+  const run = await getRun(db, runId);
+  if (!run) throw new ImportFailedError(`import run ${runId} does not exist`, true);
+  if (isSettled(run.status)) return run;
+  const handler = feedHandler(run.feed);
+  if (!handler?.staged) return runImport(deps, runId);
+  const staged = handler.staged;
+  return withRunErrors(deps, runId, () =>
+    withFeedLock(deps, run, handler, async (fresh) => {
+      let parts = await partsOf(db, fresh);
+      // Parts whose jobs are gone (a flushed queue, a job that stalled out) are read here.
+      for (const part of parts) if (!isPartDone(part.status)) await runPart(deps, part.id).catch(() => {});
+      parts = await partsOf(db, fresh);
+      const failed = parts.filter((p) => p.status === 'failed');
+      const unread = parts.filter((p) => !isPartDone(p.status));
+      if (unread.length > 0)
+        throw new ImportFailedError(`part ${unread[0]!.part_no} could not be read`, false);
+      await startRun(db, runId);
+      const accepted = parts.reduce((n, p) => n + Number(p.accepted), 0);
+      const ctx = { runId, partNo: 0, options: fresh.options };
+      if (failed.length === 0 && fresh.options.full && accepted === 0) {
+        await staged.discard(db, runId);
+        throw new FeedFormatError(
+          'a --full import needs at least one valid row: this file would mark every record as gone, refused',
+        );
+      }
+      let current = await merge(deps, fresh, staged, ctx);
+      const complete = failed.length === 0;
+      const finished = await db.transaction().execute(async (trx) => {
+        const outcome = await staged.finish(trx, ctx, complete);
+        // Every accepted row that did not win its key was a duplicate (counted once, at the end).
+        const duplicates = accepted - Number(current.merged_rows) - Number(current.duplicates);
+        await addRunCounts(trx, runId, { duplicates });
+        return { outcome, run: complete ? await succeedRun(trx, runId, outcome.closed) : current };
+      });
+      current = finished.run;
+      if (finished.outcome.changedOrgIds.length > 0)
+        await deps.onBatchCommitted?.(finished.outcome.changedOrgIds);
+      if (!complete) {
+        const first = failed[0]!;
+        const reason = first.error ?? 'no reason recorded';
+        await failRun(
+          db,
+          runId,
+          parts.length === 1 ? reason : `part ${first.part_no} (${partLocation(first)}) failed: ${reason}`,
+        );
+        const view = (await getRun(db, runId))!;
+        await deps.onProgress?.(progressOf(view));
+        throw new ImportFailedError(view.error ?? 'a part failed', true);
+      }
+      await deps.onProgress?.(progressOf(current));
+      deps.logger?.info(progressOf(current), 'import finished');
+      return current;
+    }),
+  );
+}
+
+/** Merges a staged run's rows into the records, one chunk per transaction, from where it got to. */
+async function merge(
+  deps: RunImportDeps,
+  run: ImportRun,
+  staged: StagedFeed,
+  ctx: BatchContext,
+): Promise<ImportRun> {
+  const { db } = deps;
+  const handler = feedHandler(run.feed)!;
+  await staged.prepareMerge(db, run.id);
+  const stats = new StatsKeeper(db, handler.lookupColumns);
+  let current = run;
+  let after = run.merge_after ?? '';
+  for (;;) {
+    const chunk = await db.transaction().execute(async (trx) => {
+      await sql`set local synchronous_commit = off`.execute(trx);
+      const outcome = await staged.mergeChunk(trx, ctx, after);
+      if (outcome.last === null) return { outcome, run: current };
+      const counts = {
+        inserted: outcome.inserted,
+        updated: outcome.updated,
+        unchanged: outcome.unchanged,
+        merged: outcome.merged,
+        mergeAfter: outcome.last,
+      };
+      return { outcome, run: await advanceMerge(trx, run.id, counts, outcome.byPart) };
+    });
+    if (chunk.outcome.last === null) break;
+    after = chunk.outcome.last;
+    current = chunk.run;
+    await stats.afterBatch(current.inserted);
+    if (chunk.outcome.changedOrgIds.length > 0) await deps.onBatchCommitted?.(chunk.outcome.changedOrgIds);
+    await deps.onProgress?.(progressOf(current));
+    if (deps.signal?.aborted)
+      throw new ImportInterruptedError(`import run ${run.id} handed back while merging`);
+  }
+  if (current.inserted + current.updated > 0) await stats.afterRun();
+  return current;
 }
 
 function classify(error: unknown): ImportFailedError {
@@ -150,21 +374,59 @@ function classify(error: unknown): ImportFailedError {
   return new ImportFailedError(message, false);
 }
 
-async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
+/** A direct-load feed's one part, batches written as they come, then its finish, under the feed lock. */
+async function loadDirect(deps: RunImportDeps, run: ImportRun, part: ImportPart): Promise<ImportRun> {
   const { db } = deps;
   const handler = feedHandler(run.feed)!;
-  const source = await openSource(run.source, deps.tmpDir ? { tmpDir: deps.tmpDir } : {});
+  const { current, prepared } = await readSource(deps, run, part, handler);
+  const acceptedRows = current.rows_read - current.rejected;
+  if (run.options.full && acceptedRows === 0) {
+    throw new FeedFormatError(
+      'a --full import needs at least one valid row: this file would mark every record as gone, refused',
+    );
+  }
+  const ctx = { runId: run.id, partNo: part.part_no, options: run.options };
+  const finished = await db.transaction().execute(async (trx) => {
+    const outcome = (await prepared.finish?.(trx, { ...ctx, acceptedRows })) ?? {
+      closed: 0,
+      changedOrgIds: [],
+    };
+    return { outcome, run: await succeedRun(trx, run.id, outcome.closed) };
+  });
+  if (current.inserted + current.updated > 0) await new StatsKeeper(db, handler.lookupColumns).afterRun();
+  if (finished.outcome.changedOrgIds.length > 0)
+    await deps.onBatchCommitted?.(finished.outcome.changedOrgIds);
+  await deps.onProgress?.(progressOf(finished.run));
+  deps.logger?.info(progressOf(finished.run), 'import finished');
+  return finished.run;
+}
+
+/**
+ * Reads one source from its part's checkpoint to its end, committing each batch (records or staged
+ * rows, rejects, counters and the checkpoint) in one transaction.
+ */
+async function readSource(
+  deps: RunImportDeps,
+  run: ImportRun,
+  part: ImportPart,
+  handler: FeedHandler,
+): Promise<{ current: ImportRun; prepared: PreparedFeed<unknown> }> {
+  const { db } = deps;
+  const source = await openSource(part.source, {
+    ...(deps.tmpDir ? { tmpDir: deps.tmpDir } : {}),
+    ...(part.entry !== null ? { entry: part.entry } : {}),
+  });
   try {
-    await markRunning(db, run.id, source.bytesTotal);
+    await startPart(db, part, source.bytesTotal);
     // 5,000 rows a batch: fewer statements per row than 2,000 (first import 10.2k -> 10.5k rows/s at 1M
     // rows) while the worker's peak RSS stays flat near 430 MB from 200k to 1M rows.
     const csv = await openCsv(source.stream, { batchSize: deps.batchSize ?? 5000 });
     const prepared = handler.prepare(csv.header, run.options);
-    const ctx = { runId: run.id, options: run.options };
-    const skip = run.checkpoint_rows;
+    const ctx = { runId: run.id, partNo: part.part_no, options: run.options };
+    const skip = part.checkpoint_rows;
     let seen = 0;
     let current = run;
-    const stats = new StatsKeeper(db, handler.lookupColumns);
+    const stats = handler.staged ? null : new StatsKeeper(db, handler.lookupColumns);
     // Read ahead: the next batch is read, parsed and normalized (JavaScript work) while this one's
     // transaction keeps Postgres busy, so the two run side by side on separate cores. Normalizing
     // yields to the event loop every few hundred rows (normalizeBatch), so each of this batch's
@@ -197,34 +459,31 @@ async function load(deps: RunImportDeps, run: ImportRun): Promise<ImportRun> {
         await sql`set local synchronous_commit = off`.execute(trx);
         const outcome = await prepared.loadBatch(trx, rows, ctx);
         const all = outcome.issues ? [...issues, ...outcome.issues] : issues;
-        await insertIssues(trx, run.id, all);
+        await insertIssues(trx, run.id, part.part_no, all);
         const counts = countsOf(records.length, outcome, all);
-        return { outcome, run: await recordBatch(trx, run.id, counts, checkpoint, source.bytesRead()) };
+        return {
+          outcome,
+          run: await advancePart(
+            trx,
+            part,
+            { ...counts, accepted: rows.length },
+            checkpoint,
+            source.bytesRead(),
+          ),
+        };
       });
       current = committed.run;
-      await stats.afterBatch(current.inserted);
+      await stats?.afterBatch(current.inserted);
       if (committed.outcome.changedOrgIds.length > 0)
         await deps.onBatchCommitted?.(committed.outcome.changedOrgIds);
       await deps.onProgress?.(progressOf(current));
       if (deps.signal?.aborted)
-        throw new ImportInterruptedError(`import run ${run.id} handed back at row ${checkpoint}`);
+        throw new ImportInterruptedError(
+          `import run ${run.id} part ${part.part_no} handed back at row ${checkpoint}`,
+        );
     }
-    const acceptedRows = current.rows_read - current.rejected;
-    if (run.options.full && acceptedRows === 0) {
-      throw new FeedFormatError(
-        'a --full import needs at least one valid row: this file would mark every record as gone, refused',
-      );
-    }
-    const finished = await db.transaction().execute(async (trx) => {
-      const outcome = await prepared.finish(trx, { ...ctx, acceptedRows });
-      return { outcome, run: await markSucceeded(trx, run.id, outcome.closed, source.bytesRead()) };
-    });
-    if (current.inserted + current.updated > 0) await stats.afterRun();
-    if (finished.outcome.changedOrgIds.length > 0)
-      await deps.onBatchCommitted?.(finished.outcome.changedOrgIds);
-    await deps.onProgress?.(progressOf(finished.run));
-    deps.logger?.info(progressOf(finished.run), 'import finished');
-    return finished.run;
+    if (handler.staged) await succeedPart(db, part, source.bytesRead());
+    return { current, prepared };
   } finally {
     await source.close();
   }

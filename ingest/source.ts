@@ -93,18 +93,43 @@ export async function assertLocalSourceReadable(file: string): Promise<void> {
   }
 }
 
-export async function openSource(location: string, options: { tmpDir?: string } = {}): Promise<FeedSource> {
-  if (isUrl(location)) return openUrl(location, options.tmpDir ?? os.tmpdir());
-  return openLocal(location, null);
+export interface OpenOptions {
+  tmpDir?: string;
+  /** In a zip holding several CSVs, the one to read (a run makes one part of each). */
+  entry?: string;
 }
 
-async function openLocal(file: string, tmpToRemove: string | null): Promise<FeedSource> {
+export async function openSource(location: string, options: OpenOptions = {}): Promise<FeedSource> {
+  if (isUrl(location)) return openUrl(location, options.tmpDir ?? os.tmpdir(), options.entry ?? null);
+  return openLocal(location, null, options.entry ?? null);
+}
+
+/**
+ * The CSV entries of a local zip, in name order, when it holds more than one (a run makes one part
+ * of each); an empty list for anything else (a CSV, a .gz, a zip of one CSV).
+ */
+export async function csvEntriesOf(file: string): Promise<string[]> {
+  if (isUrl(file) || ((await sniffLocal(file)) ?? kindFromName(file)) !== 'zip') return [];
+  const zip = await openZipFile(file);
+  try {
+    const names = (await csvEntries(zip)).map((e) => e.fileName).sort();
+    return names.length > 1 ? names : [];
+  } finally {
+    zip.close();
+  }
+}
+
+async function openLocal(
+  file: string,
+  tmpToRemove: string | null,
+  entry: string | null,
+): Promise<FeedSource> {
   await assertLocalSourceReadable(file);
   const kind = (await sniffLocal(file)) ?? kindFromName(file);
   const removeTmp = async () => {
     if (tmpToRemove) await fs.rm(tmpToRemove, { force: true });
   };
-  if (kind === 'zip') return openZip(file, removeTmp);
+  if (kind === 'zip') return openZip(file, removeTmp, entry);
   const { size } = await fs.stat(file);
   const raw = createReadStream(file, { highWaterMark: 256 * 1024 });
   return wrap(file, raw, size, kind === 'gz', removeTmp);
@@ -167,11 +192,18 @@ function csvEntries(zip: yauzl.ZipFile): Promise<yauzl.Entry[]> {
   });
 }
 
-async function openZip(file: string, cleanup: () => Promise<void>): Promise<FeedSource> {
+async function openZip(
+  file: string,
+  cleanup: () => Promise<void>,
+  wanted: string | null,
+): Promise<FeedSource> {
   let zip: yauzl.ZipFile | undefined;
   try {
     zip = await openZipFile(file);
-    const entries = await csvEntries(zip);
+    const all = await csvEntries(zip);
+    const entries = wanted === null ? all : all.filter((e) => e.fileName === wanted);
+    if (wanted !== null && entries.length === 0)
+      throw new SourceError(`${file}: the zip holds no ${wanted}`, true);
     if (entries.length !== 1) {
       const names = entries.map((e) => e.fileName).join(', ');
       throw new SourceError(
@@ -222,7 +254,7 @@ async function fetchOk(url: string): Promise<Response> {
   return response;
 }
 
-async function openUrl(url: string, tmpDir: string): Promise<FeedSource> {
+async function openUrl(url: string, tmpDir: string, entry: string | null): Promise<FeedSource> {
   const response = await fetchOk(url);
   const length = Number(response.headers.get('content-length'));
   const total = Number.isFinite(length) && length > 0 ? length : null;
@@ -244,5 +276,5 @@ async function openUrl(url: string, tmpDir: string): Promise<FeedSource> {
     await fs.rm(tmp, { force: true });
     throw new SourceError(`cannot download ${url}: ${(error as Error).message}`, false);
   }
-  return openLocal(tmp, tmp);
+  return openLocal(tmp, tmp, entry);
 }

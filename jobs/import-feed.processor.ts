@@ -1,5 +1,5 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
-import { markFailed } from '../ingest/import-runs.repository.js';
+import { failRun } from '../ingest/import-run.js';
 import {
   ImportFailedError,
   ImportInterruptedError,
@@ -13,7 +13,8 @@ import type { ProcessorFactory } from './registry.js';
 const PROGRESS_EVERY_MS = 500;
 
 /**
- * `import-feed`: runs one import_runs row. Thin on purpose: the work and its bookkeeping are in
+ * `import-feed`: runs one import_runs row to its end. For a run of several sources it is the parent of
+ * the import-part jobs and runs once they are done: only the merge and the run's end are left then. Thin on purpose: the work and its bookkeeping are in
  * ingest/run-import.ts; this maps failures onto BullMQ (a bad file is an UnrecoverableError, no
  * retry) and mirrors progress into the job.
  */
@@ -44,7 +45,7 @@ export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => as
     if (error instanceof ImportFailedError && error.permanent) throw new UnrecoverableError(error.message);
     // Out of attempts: the run row must not stay "running" for ever.
     if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-      await markFailed(deps.db, runId, error instanceof Error ? error.message : String(error));
+      await failRun(deps.db, runId, error instanceof Error ? error.message : String(error));
     }
     throw error;
   }

@@ -1,4 +1,4 @@
-import { type JobsOptions, Queue } from 'bullmq';
+import { FlowProducer, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../shared/config.js';
 import { type JobData, type JobName, QUEUES, type QueueName } from '../shared/queues.js';
@@ -34,6 +34,8 @@ export function createQueue<Q extends QueueName>(
 
 export interface ProducerQueue<Q extends QueueName> {
   queue: TypedQueue<Q>;
+  /** Adds a parent job with its children (a run of several sources). */
+  flows: FlowProducer;
   close(): Promise<void>;
 }
 
@@ -45,13 +47,22 @@ export function openProducerQueue<Q extends QueueName>(
 ): ProducerQueue<Q> {
   const connection = createRedis(redisUrl, 'producer');
   const queue = createQueue(name, { connection, prefix: config.queuePrefix });
+  const flows = createFlowProducer(connection, config.queuePrefix);
   return {
     queue,
+    flows,
     async close() {
+      await flows.close();
       await queue.close();
       connection.disconnect();
     },
   };
+}
+
+export function createFlowProducer(connection: Redis, prefix: string): FlowProducer {
+  const flows = new FlowProducer({ connection, prefix });
+  flows.on('error', () => {});
+  return flows;
 }
 
 /** Job id of a run's import job: one job per run, however often it is enqueued. */
@@ -61,4 +72,36 @@ export async function enqueueImportRun(queue: TypedQueue<'import'>, runId: numbe
   const name: JobName<'import'> = QUEUES.import[0];
   const job = await queue.add(name, { runId }, { jobId: importJobId(runId) });
   return job.id ?? importJobId(runId);
+}
+
+export const importPartJobId = (runId: number, partNo: number) => `import-run-${runId}-part-${partNo}`;
+
+/**
+ * A run of several sources: one import-part job per source (any worker takes any of them, in
+ * parallel) under the run's import-feed job, which BullMQ runs once every part job is done. A part
+ * that fails for good does not hold the run up (ignoreDependencyOnFailure): the run's job still
+ * runs, merges what loaded and fails the run. Returns the run's job id and each part's.
+ */
+export async function enqueueImportParts(
+  flows: FlowProducer,
+  runId: number,
+  parts: readonly { id: number; part_no: number }[],
+): Promise<{ jobId: string; partJobIds: Map<number, string> }> {
+  const queueName: QueueName = 'import';
+  const partJob: JobName<'import'> = 'import-part';
+  const runJob: JobName<'import'> = 'import-feed';
+  const partJobIds = new Map(parts.map((p) => [p.part_no, importPartJobId(runId, p.part_no)]));
+  const node = await flows.add({
+    name: runJob,
+    queueName,
+    data: { runId },
+    opts: { ...DEFAULT_JOB_OPTIONS, jobId: importJobId(runId) },
+    children: parts.map((p) => ({
+      name: partJob,
+      queueName,
+      data: { runId, partId: p.id },
+      opts: { ...DEFAULT_JOB_OPTIONS, jobId: partJobIds.get(p.part_no)!, ignoreDependencyOnFailure: true },
+    })),
+  });
+  return { jobId: node.job.id ?? importJobId(runId), partJobIds };
 }

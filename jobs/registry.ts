@@ -5,6 +5,7 @@ import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
 import { type JobData, type JobName, QUEUE_NAMES, QUEUES, type QueueName } from '../shared/queues.js';
 import { importFeedProcessor } from './import-feed.processor.js';
+import { importPartProcessor } from './import-part.processor.js';
 import { indexOrgsProcessor } from './index-orgs.processor.js';
 import { runScheduleProcessor } from './schedules/run-schedule.processor.js';
 
@@ -40,7 +41,11 @@ type Registry = { [Q in QueueName]?: { [N in JobName<Q>]?: ProcessorFactory<N> }
  * Schedules: a new job name on the `import` queue (shared/queues.ts) needs its processor here too.
  */
 export const PROCESSORS: Registry = {
-  import: { 'import-feed': importFeedProcessor, 'run-schedule': runScheduleProcessor },
+  import: {
+    'import-feed': importFeedProcessor,
+    'import-part': importPartProcessor,
+    'run-schedule': runScheduleProcessor,
+  },
   index: { 'index-orgs': indexOrgsProcessor },
 };
 

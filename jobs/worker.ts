@@ -1,6 +1,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { markFailed } from '../ingest/import-runs.repository.js';
+import { failRun } from '../ingest/import-run.js';
+import { failPartFor } from '../ingest/run-import.js';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
@@ -65,7 +66,11 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
       // A job that failed for good without its processor seeing it (e.g. stalled too often).
       if (job?.finishedOn && job.name === 'import-feed') {
         const { runId } = job.data as { runId: number };
-        markFailed(deps.db, runId, err.message).catch(() => {});
+        failRun(deps.db, runId, err.message).catch(() => {});
+      }
+      if (job?.finishedOn && job.name === 'import-part') {
+        const { partId } = job.data as { partId: number };
+        failPartFor(deps.db, partId, err.message).catch(() => {});
       }
     });
     return worker;

@@ -5,7 +5,7 @@ import type { Settings } from 'meilisearch';
  * reindex builds, so the live index and a rebuilt one can never differ in settings.
  *
  * Documents are small (org-document.ts): the name's trigram words (`g`, the only searchable
- * field), its suspect links (`l`), the first character's code (`f`), and the sort keys. Meilisearch
+ * field), its suspect links (`l`), and the sort keys. Meilisearch
  * only has to intersect word bitmaps and sort: typo tolerance is off, proximity is kept per
  * attribute only (no word-pair database: the phrase of a term's trigrams means "all of them"),
  * and the only ranking rule is the sort. `maxTotalHits` is above any register size so
@@ -35,12 +35,19 @@ export const ORG_INDEX_LOAD_SETTINGS: Settings = {
 
 export const ORG_INDEX_SETTINGS: Settings = {
   ...ORG_INDEX_LOAD_SETTINGS,
-  filterableAttributes: [{ attributePatterns: ['l', 'f', 'id'], features: equalityOnly }],
+  filterableAttributes: [
+    { attributePatterns: ['l', 'id'], features: equalityOnly },
+    // The name key: "equals" and "starts with" for sort=relevance.
+    {
+      attributePatterns: ['n'],
+      features: { facetSearch: false, filter: { equality: true, comparison: true } },
+    },
+  ],
   sortableAttributes: ['n', 'u', 'd'],
 };
 
 /** A filter true of every document of this format and refused by an index of the old one. */
-export const FORMAT_PROBE = 'f EXISTS';
+export const FORMAT_PROBE = 'NOT l = "-"';
 
 /** Meilisearch experimental features the queries rely on (the v1 format's `STARTS WITH`). */
 export const REQUIRED_FEATURES = { containsFilter: true } as const;

@@ -70,7 +70,10 @@ export class MeiliTaskFailedError extends Error {
 
 /** Waits for an enqueued task and throws unless it succeeded: callers mark work done only after this. */
 export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = 300_000): Promise<Task> {
-  const task = await enqueued.waitTask({ timeout: timeoutMs, interval: 100 });
+  // Short tasks are polled often (a change should be searchable quickly); long ones (a rebuild's
+  // settings, minutes) once a second: each poll leaves a listener on the wait's abort signal.
+  const interval = timeoutMs > 300_000 ? 1_000 : 100;
+  const task = await enqueued.waitTask({ timeout: timeoutMs, interval });
   if (task.status !== 'succeeded') {
     throw new MeiliTaskFailedError(
       `Meilisearch task ${task.uid} (${task.type}) ${task.status}: ${task.error?.message ?? 'no reason given'}`,

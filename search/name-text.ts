@@ -24,8 +24,8 @@
  * a space is `q`, and `x` starts an escape (`xq` is the letter q, `xx` the letter x, `xa` an `&`,
  * `xz` + four base-36 digits any other code point). No code word is the start of another, so
  * "the code of q is a prefix of a word" holds exactly when q's characters start that trigram.
- * Two escapes are virtual characters: START before a name and END after it, so "starts with"
- * and "equals" are substring questions too.
+ * Relevance ("equals", "starts with") does not need the words: the name sort key below is a
+ * prefix-preserving ASCII string, so those are exact equality and range filters on it.
  */
 
 /** Case folding used for matching: canonical composition, Unicode lower case, whitespace runs as one space. */
@@ -33,7 +33,7 @@ export function foldName(text: string): string {
   return text.normalize('NFC').toLowerCase().replace(/\s+/gu, ' ');
 }
 
-const START = 'xj';
+/** Pads the words at the end of a name (never a character of a name or a term). */
 const END = 'xk';
 /** Filter value of a name that repeats a 4-gram. */
 export const REPEAT_MARK = 'rr';
@@ -68,6 +68,7 @@ const SHORT: Record<string, string> = {
   '%': 'xr',
   $: 'xy',
 };
+// (`xj` is free; `xk` is END.)
 
 /** The code word of one (folded) character. */
 export function codeOf(ch: string): string {
@@ -127,14 +128,15 @@ export interface NameTerms {
 }
 
 export function nameTerms(folded: string): NameTerms {
-  const seq = [START, ...codesOf(folded), END];
+  const codes = codesOf(folded);
   const words = new Set<string>();
-  // A word starts at every position but END's; words near the end are padded with END.
-  for (let i = 0; i < seq.length - 1; i++) words.add(seq[i]! + (seq[i + 1] ?? END) + (seq[i + 2] ?? END));
+  // A word starts at every position; words near the end are padded with END, so a one- or
+  // two-character term at the end of the name is still the prefix of a word.
+  for (let i = 0; i < codes.length; i++) words.add(codes[i]! + (codes[i + 1] ?? END) + (codes[i + 2] ?? END));
   const links = new Set<string>();
-  falseGrams(seq, 2, links);
-  falseGrams(seq, 3, links);
-  if (repeats(seq, 4).size > 0) links.add(REPEAT_MARK);
+  falseGrams(codes, 2, links);
+  falseGrams(codes, 3, links);
+  if (repeats(codes, 4).size > 0) links.add(REPEAT_MARK);
   const linkList = links.size > LINK_CAP ? [SUSPECT_MARK] : [...links];
   return { words: [...words], links: linkList };
 }
@@ -145,16 +147,9 @@ export type TermPlan =
   /** Every trigram of the term, and the links that mark the names to check. */
   | { kind: 'phrase'; words: string[]; links: string[] };
 
-export interface TermShape {
-  /** The name starts with the term. */
-  start?: boolean;
-  /** The name ends with the term. */
-  end?: boolean;
-}
-
-/** The query for "the folded name contains the folded term" (anchored by `shape`). */
-export function planTerm(foldedTerm: string, shape: TermShape = {}): TermPlan {
-  const seq = [...(shape.start ? [START] : []), ...codesOf(foldedTerm), ...(shape.end ? [END] : [])];
+/** The query for "the folded name contains the folded term". */
+export function planTerm(foldedTerm: string): TermPlan {
+  const seq = codesOf(foldedTerm);
   if (seq.length <= 2) return { kind: 'prefix', prefix: seq.join('') };
   const words = [...new Set(grams(seq, 3))];
   const links = new Set<string>();
@@ -168,17 +163,8 @@ export function planTerm(foldedTerm: string, shape: TermShape = {}): TermPlan {
 }
 
 /** The exact answer, for checking a candidate: does the folded name contain the folded term? */
-export function termMatches(foldedName: string, foldedTerm: string, shape: TermShape = {}): boolean {
-  if (shape.start && shape.end) return foldedName === foldedTerm;
-  if (shape.start) return foldedName.startsWith(foldedTerm);
-  if (shape.end) return foldedName.endsWith(foldedTerm);
+export function termMatches(foldedName: string, foldedTerm: string): boolean {
   return foldedName.includes(foldedTerm);
-}
-
-/** The code of a name's first character (a filter value: "starts with" for one-character terms). */
-export function firstCode(folded: string): string {
-  const first = folded.codePointAt(0);
-  return first === undefined ? END : codeOf(String.fromCodePoint(first));
 }
 
 /**
@@ -187,7 +173,8 @@ export function firstCode(folded: string): string {
  * which would make the order depend on the engine's version; on these strings its normalization
  * changes nothing, so `sort=name` is code-point order of the folded name, exactly.
  * Each character's code is monotone in its code point and no code is the start of another, so
- * comparing codes compares names.
+ * comparing codes compares names, and "the name starts with q" is "the key starts with q's key",
+ * a range: key(q) <= key < key(q) + '{' ('{' sorts after every character of a key).
  */
 export function nameSortKey(folded: string): string {
   let out = '';

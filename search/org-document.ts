@@ -1,6 +1,6 @@
 import { toV1OrgDocument } from './legacy-v1/org-document.js';
 import type { IndexFormat } from './meili-client.js';
-import { firstCode, foldName, nameSortKey, nameTerms } from './name-text.js';
+import { foldName, nameSortKey, nameTerms } from './name-text.js';
 
 /** One Org in the index. Short field names keep the payload small. */
 export interface OrgDocument {
@@ -10,8 +10,6 @@ export interface OrgDocument {
   g: string;
   /** Links that make the Org a suspect for some terms; absent for most names. */
   l?: string[];
-  /** Code of the name's first character: "starts with" for one-character terms. */
-  f: string;
   /** The folded name as an order-preserving ASCII key (nameSortKey): the `name` sort. */
   n: string;
   /** Stable domain id (orgs.uid): the tie-break of every sort. */
@@ -37,7 +35,6 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
     id: row.id,
     g: terms.words.join(' '),
     ...(terms.links.length > 0 ? { l: terms.links } : {}),
-    f: firstCode(folded),
     n: nameSortKey(folded),
     d: row.uid,
     u: row.updated.getTime(),

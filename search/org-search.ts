@@ -1,7 +1,7 @@
 import type { Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
 import { FORMAT_PROBE } from './index-definition.js';
 import { meiliCall } from './meili-client.js';
-import { codeOf, foldName, planTerm, type TermShape, termMatches } from './name-text.js';
+import { foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
 
 /**
  * Org search against the index: which Org ids match a term, in which order, and how many.
@@ -65,8 +65,6 @@ const idNotIn = (ids: Iterable<number>) => `NOT id IN [${[...ids].join(',')}]`;
 interface Resolved {
   q: string;
   filters: string[];
-  /** The suspects that were checked, with their names (for the relevance tiers). */
-  checked: Map<number, NameRow>;
 }
 
 type Params = Omit<SearchParams, 'q'>;
@@ -102,20 +100,18 @@ async function readAllIds(deps: OrgSearchDeps, q: string, filters: string[]): Pr
   }
 }
 
-/** The query for "the name contains the folded term" (anchored by shape), with its suspects checked. */
-async function resolveTerm(deps: OrgSearchDeps, folded: string, shape: TermShape = {}): Promise<Resolved> {
-  const plan = planTerm(folded, shape);
-  if (plan.kind === 'prefix') return { q: plan.prefix, filters: [], checked: new Map() };
+/** The query for "the name contains the folded term", with its suspects checked. */
+async function resolveTerm(deps: OrgSearchDeps, folded: string): Promise<Resolved> {
+  const plan = planTerm(folded);
+  if (plan.kind === 'prefix') return { q: plan.prefix, filters: [] };
   const q = quote(plan.words.join(' '));
   const linkList = `[${plan.links.map(quote).join(',')}]`;
   const suspects = await readAllIds(deps, q, [`l IN ${linkList}`]);
-  if (suspects.length === 0) return { q, filters: [], checked: new Map() };
+  if (suspects.length === 0) return { q, filters: [] };
   const checked = await deps.namesOf(suspects);
-  const truly = [...checked]
-    .filter(([, row]) => termMatches(foldName(row.name), folded, shape))
-    .map(([id]) => id);
+  const truly = [...checked].filter(([, row]) => termMatches(foldName(row.name), folded)).map(([id]) => id);
   const keep = truly.length > 0 ? `(NOT l IN ${linkList}) OR ${idIn(truly)}` : `NOT l IN ${linkList}`;
-  return { q, filters: [keep], checked };
+  return { q, filters: [keep] };
 }
 
 function idsOf(res: SearchResponse): number[] {
@@ -175,64 +171,52 @@ interface Tier {
 
 /**
  * `sort=relevance`: the Orgs whose domain or whole name equals the term, then the names starting
- * with it, then the other matches; each tier by stable domain.
+ * with it, then the other matches; each tier by stable domain. "Equals" and "starts with" are an
+ * equality and a range on the name key (nameSortKey is prefix-preserving ASCII), so they are exact.
  */
 async function relevancePage(
   deps: OrgSearchDeps,
   folded: string,
   query: OrgSearchQuery,
 ): Promise<OrgSearchPage> {
-  const oneChar = [...folded].length === 1;
-  const [equal, starts, anywhere] = await Promise.all([
-    resolveTerm(deps, folded, { start: true, end: true }),
-    oneChar ? null : resolveTerm(deps, folded, { start: true }),
-    oneChar ? null : resolveTerm(deps, folded),
+  const key = quote(nameSortKey(folded));
+  const startsWith = `n >= ${key} AND n < ${quote(`${nameSortKey(folded)}{`)}`;
+  const [match, equalIds] = await Promise.all([
+    resolveTerm(deps, folded),
+    readAllIds(deps, '', [`n = ${key}`]),
   ]);
-  const equalIds = await readAllIds(deps, equal.q, equal.filters);
   const firstIds = [...new Set([...query.domainOrgIds, ...equalIds])];
   const firstRows = await deps.namesOf(firstIds);
   const first = [...firstRows]
     .sort(([, a], [, b]) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))
     .map(([id]) => id);
   const notFirst = first.length > 0 ? [idNotIn(first)] : [];
-
-  let second: { q: string; filters: string[] };
-  let rest: { q: string; filters: string[] };
-  let restExtra: { id: number; uid: string }[] = [];
-  if (oneChar) {
-    // "Starts with" a single character is the first-character field.
-    const code = quote(codeOf(folded));
-    second = { q: '', filters: [`f = ${code}`, ...notFirst] };
-    rest = { q: codeOf(folded), filters: [`f != ${code}`, ...notFirst] };
-  } else {
-    second = { q: starts!.q, filters: [...starts!.filters, ...notFirst] };
-    // The other matches: the term anywhere, minus every name holding all the words of "starts
-    // with" (the negative phrase). That also drops the few names that only look like they start
-    // with the term; they were checked while resolving "starts with", and come back here.
-    // (The negative phrase goes first: a prefix term must stay the query's last word.)
-    rest = { q: `-${starts!.q} ${anywhere!.q}`, filters: [...anywhere!.filters, ...notFirst] };
-    const firstSet = new Set(first);
-    restExtra = [...starts!.checked]
-      .filter(([id, row]) => {
-        const name = foldName(row.name);
-        return !firstSet.has(id) && !name.startsWith(folded) && name.includes(folded);
-      })
-      .map(([id, row]) => ({ id, uid: row.uid }))
-      .sort((a, b) => (a.uid < b.uid ? -1 : 1));
-  }
-  const [secondCount, restCount] = await Promise.all([
-    search(deps, second.q, { filter: second.filters, limit: 0 }),
+  const second = { q: '', filters: [startsWith, ...notFirst] };
+  const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
+  // The counts, with the second tier's page fetched on the way (it is where most pages fall).
+  const secondFrom = Math.max(0, query.offset - first.length);
+  const [secondRes, restCount] = await Promise.all([
+    search(deps, second.q, {
+      filter: second.filters,
+      sort: BY_DOMAIN,
+      offset: secondFrom,
+      limit: query.limit,
+      attributesToRetrieve: ['id'],
+    }),
     search(deps, rest.q, { filter: rest.filters, limit: 0 }),
   ]);
   const tiers: Tier[] = [
     { size: first.length, page: async (o, l) => first.slice(o, o + l) },
     {
-      size: secondCount.estimatedTotalHits ?? 0,
-      page: async (o, l) => (await sortedPage(deps, second.q, second.filters, BY_DOMAIN, l, o)).ids,
+      size: secondRes.estimatedTotalHits ?? 0,
+      page: async (o, l) =>
+        o === secondFrom && l <= query.limit
+          ? idsOf(secondRes).slice(0, l)
+          : (await sortedPage(deps, second.q, second.filters, BY_DOMAIN, l, o)).ids,
     },
     {
-      size: (restCount.estimatedTotalHits ?? 0) + restExtra.length,
-      page: (o, l) => mergedSlice(deps, rest, restExtra, o, l),
+      size: restCount.estimatedTotalHits ?? 0,
+      page: async (o, l) => (await sortedPage(deps, rest.q, rest.filters, BY_DOMAIN, l, o)).ids,
     },
   ];
   const total = tiers.reduce((sum, t) => sum + t.size, 0);
@@ -246,46 +230,4 @@ async function relevancePage(
     start += tier.size;
   }
   return { ids: (await Promise.all(parts)).flat(), total };
-}
-
-/**
- * A page of (Meilisearch's answer ∪ a few extra Orgs), everything ordered by stable domain. The
- * extras are placed by comparing domains, which are ASCII, so the order is Meilisearch's own.
- */
-async function mergedSlice(
-  deps: OrgSearchDeps,
-  base: { q: string; filters: string[] },
-  extra: readonly { id: number; uid: string }[],
-  offset: number,
-  limit: number,
-): Promise<number[]> {
-  if (extra.length === 0) return (await sortedPage(deps, base.q, base.filters, BY_DOMAIN, limit, offset)).ids;
-  const from = Math.max(0, offset - extra.length);
-  const res = await search(deps, base.q, {
-    filter: base.filters,
-    sort: BY_DOMAIN,
-    offset: from,
-    limit: limit + extra.length,
-    attributesToRetrieve: ['id', 'd'],
-  });
-  const fetched = res.hits.map((h) => ({ id: Number(h.id), uid: String(h.d) }));
-  const exhausted = from + fetched.length >= (res.estimatedTotalHits ?? 0);
-  const extraBefore = (uid: string) => extra.filter((e) => e.uid < uid).length;
-  const ranked: { id: number; rank: number }[] = fetched.map((f, i) => ({
-    id: f.id,
-    rank: from + i + extraBefore(f.uid),
-  }));
-  const low = fetched[0]?.uid;
-  const high = fetched[fetched.length - 1]?.uid;
-  extra.forEach((e, i) => {
-    const aboveLow = from === 0 || (low !== undefined && e.uid > low);
-    const belowHigh = exhausted || (high !== undefined && e.uid < high);
-    if (!aboveLow || !belowHigh) return;
-    const baseBefore = from + fetched.filter((f) => f.uid < e.uid).length;
-    ranked.push({ id: e.id, rank: baseBefore + i });
-  });
-  return ranked
-    .filter((r) => r.rank >= offset && r.rank < offset + limit)
-    .sort((a, b) => a.rank - b.rank)
-    .map((r) => r.id);
 }

@@ -3,7 +3,7 @@ import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { parseDomain } from '../shared/domains.js';
 import { searchV1OrgIds } from './legacy-v1/org-search.js';
-import { type IndexFormat, indexFormat } from './meili-client.js';
+import { type IndexFormat, indexFormat, meiliCall } from './meili-client.js';
 import { type NameRow, type OrgSearchPage, type OrgSearchQuery, searchOrgIds } from './org-search.js';
 
 /**
@@ -61,7 +61,7 @@ const formats = new Map<string, { format: IndexFormat; at: number }>();
 async function liveFormat(meili: Meilisearch, indexUid: string, fresh: boolean): Promise<IndexFormat> {
   const known = formats.get(indexUid);
   if (!fresh && known && Date.now() - known.at < FORMAT_TTL_MS) return known.format;
-  const format = (await indexFormat(meili, indexUid)) ?? 2;
+  const format = (await meiliCall(() => indexFormat(meili, indexUid))) ?? 2;
   formats.set(indexUid, { format, at: Date.now() });
   return format;
 }

@@ -319,3 +319,43 @@ export interface Database {
   search_reindex: SearchReindexTable;
   search_reindex_replay: SearchReindexReplayTable;
 }
+
+/** Migration 0007_import_parts: the sources of a run, read in parallel, each with its checkpoint. */
+export type ImportPartStatus = 'queued' | 'running' | 'succeeded' | 'failed';
+
+export interface ImportRunPartsTable {
+  id: GeneratedAlways<number>;
+  run_id: number;
+  part_no: number;
+  source: string;
+  entry: string | null;
+  status: Generated<ImportPartStatus>;
+  job_id: string | null;
+  rows_read: Generated<number>;
+  accepted: Generated<number>;
+  rejected: Generated<number>;
+  warnings: Generated<number>;
+  inserted: Generated<number>;
+  updated: Generated<number>;
+  unchanged: Generated<number>;
+  checkpoint_rows: Generated<number>;
+  bytes_read: Generated<number>;
+  bytes_total: number | null;
+  error: string | null;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+}
+
+export interface ImportRunsTable {
+  merge_after: string | null;
+  merged_rows: Generated<number>;
+  parts: Generated<number>;
+}
+
+export interface ImportRejectsTable {
+  part_no: Generated<number>;
+}
+
+export interface Database {
+  import_run_parts: ImportRunPartsTable;
+}

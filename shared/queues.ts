@@ -5,7 +5,8 @@
  */
 export const QUEUES = {
   // run-schedule: one firing of a recurring import (jobs/schedules); it creates an ordinary run.
-  import: ['import-feed', 'run-schedule'],
+  // import-part: one source of a run of several (a child of the run's import-feed job).
+  import: ['import-feed', 'import-part', 'run-schedule'],
   index: ['index-orgs'],
 } as const;
 
@@ -13,8 +14,13 @@ export type QueueName = keyof typeof QUEUES;
 export type JobName<Q extends QueueName = QueueName> = (typeof QUEUES)[Q][number];
 
 export interface JobPayloads {
-  /** Runs one import_runs row (registrar or locations feed). */
+  /**
+   * Runs one import_runs row (registrar or locations feed) to its end; for a run of several sources,
+   * the parent of its import-part jobs, run once they are done (it merges and settles the run).
+   */
   'import-feed': { runId: number };
+  /** Reads one source (import_run_parts row) of a run; any number run at once, on any worker. */
+  'import-part': { runId: number; partId: number };
   /** One firing of the named schedule (import_schedules); the slot is the job's opts.prevMillis. */
   'run-schedule': { schedule: string };
   /**

@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../api/app.js';
 import { ensureOrgIndex } from '../search/meili-client.js';

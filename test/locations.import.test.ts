@@ -556,6 +556,7 @@ describe('re-import in keyed mode (only the key cells are read while rows prove 
         [{ line: 2, raw: unchangedRow, record: (first as unknown as { record: never }).record }],
         {
           runId: run.rows[0]!.id,
+          partNo: 1,
           options: {},
         },
       );

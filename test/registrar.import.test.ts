@@ -139,6 +139,29 @@ describe('registrar import', () => {
     });
   });
 
+  it('stores the name as registered, and an Org stored with collapsed spaces gets it on the next import', async () => {
+    const registered = 'SHARPEREDGES  SHARPENING LTD';
+    const source = file('spaces.csv', registrarCsv([registrarFields('13198105', registered)]));
+    await importFeed(t.db, 'registrar', source);
+    let [row] = await registerState(t.db);
+    expect(row).toMatchObject({
+      name: registered,
+      public_slug: 'sharperedges-sharpening-ltd',
+      version_number: 1,
+    });
+    // What an older version stored: the spaces collapsed (and the hash of that name).
+    await sql`update orgs set name = 'SHARPEREDGES SHARPENING LTD', content_hash = 'old'`.execute(t.db);
+    const next = await importFeed(t.db, 'registrar', source);
+    expect(next).toMatchObject({ updated: 1, unchanged: 0 });
+    [row] = await registerState(t.db);
+    expect(row).toMatchObject({
+      name: registered,
+      public_slug: 'sharperedges-sharpening-ltd',
+      slugs: ['sharperedges-sharpening-ltd'],
+      version_number: 2,
+    });
+  });
+
   it('lets the later row win for a company number repeated in one file, counted once', async () => {
     const rows = [
       registrarFields('00000001', 'FIRST LTD', { 'RegAddress.PostTown': 'OLD TOWN' }),
@@ -158,6 +181,38 @@ describe('registrar import', () => {
       ['00000002', 'SECOND LTD', 'LONDON', 1, 1],
       ['00000003', 'THIRD RENAMED LTD', 'LONDON', 1, 1],
     ]);
+  });
+
+  it('a company twice in one file (different batches): the last row wins, and the same file again writes nothing (issue 14)', async () => {
+    const rows = [
+      registrarFields('00000001', 'FIRST LTD', {
+        'RegAddress.PostTown': 'OLD TOWN',
+        CompanyStatus: 'Dormant',
+      }),
+      registrarFields('00000002', 'SECOND LTD'),
+      registrarFields('00000003', 'THIRD LTD'),
+      registrarFields('00000001', 'FIRST RENAMED LTD', { 'RegAddress.PostTown': 'NEW TOWN' }),
+    ];
+    const source = file('dups-apart.csv', registrarCsv(rows));
+    const first = await importFeed(t.db, 'registrar', source, { batchSize: 2 });
+    expect(first).toMatchObject({ inserted: 3, updated: 0, duplicates: 1 });
+    const before = await stamps(t.db);
+    const state = await registerState(t.db);
+    expect(state[0]).toMatchObject({
+      registration_number: '00000001',
+      name: 'FIRST RENAMED LTD',
+      city: 'NEW TOWN',
+      company_status: 'Active',
+      version_number: 1,
+      slugs: ['first-renamed-ltd'],
+    });
+    // The identical file, cut into other batches: nothing written, no version bumped.
+    for (const batchSize of [2, 3, 1]) {
+      const again = await importFeed(t.db, 'registrar', source, { batchSize });
+      expect(again).toMatchObject({ inserted: 0, updated: 0, unchanged: 3, duplicates: 1 });
+      expect(await stamps(t.db)).toEqual(before);
+    }
+    expect(await registerState(t.db)).toEqual(state);
   });
 
   it('--full marks companies missing from the file as left the register, and clears it when they return', async () => {
@@ -258,9 +313,9 @@ describe('registrar import', () => {
       const crash = async () => {
         if (++batches === 3) throw new Error('worker died');
       };
-      await expect(
-        runImport({ db: t.db, batchSize: 4, onBatchCommitted: crash }, created.id),
-      ).rejects.toThrow(/worker died/);
+      await expect(runImport({ db: t.db, batchSize: 4, onProgress: crash }, created.id)).rejects.toThrow(
+        /worker died/,
+      );
       const half = await getRun(t.db, created.id);
       expect(half).toMatchObject({ status: 'running', checkpoint_rows: 12 });
       // The retry may cut batches differently; the result must not depend on it.

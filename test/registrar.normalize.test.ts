@@ -211,6 +211,15 @@ describe('whole rows', () => {
     });
   });
 
+  it('keeps the company name exactly as registered, runs of spaces included (issue 14)', () => {
+    // 13198105 is a real register row with two spaces in its name.
+    const r = normalize({}, '13198105', 'SHARPEREDGES  SHARPENING LTD');
+    expect(r.ok && r.record.name).toBe('SHARPEREDGES  SHARPENING LTD');
+    expect(r.ok && r.record.informal_name).toBe('SHARPEREDGES  SHARPENING');
+    const padded = normalize({}, '13198105', '  SHARPEREDGES \t SHARPENING LTD ');
+    expect(padded.ok && padded.record.name).toBe('SHARPEREDGES \t SHARPENING LTD');
+  });
+
   it('loads an impossible incorporation date as null with a warning', () => {
     const r = normalize({ IncorporationDate: '31/02/2019' });
     expect(r.ok && r.record.registration_date).toBeNull();

@@ -1,28 +1,43 @@
 import cliProgress from 'cli-progress';
-import type { ImportRun } from '../../ingest/import-runs.repository.js';
-import { getRun } from '../../ingest/import-runs.repository.js';
+import { feedHandler } from '../../ingest/feeds.js';
+import {
+  type ImportRun,
+  percentOf,
+  type RunCounts,
+  type RunView,
+  waitForRun,
+} from '../../ingest/import-run.js';
 import type { TypedQueue } from '../../jobs/queue.js';
 import type { Db } from '../../shared/db.js';
 
-const TERMINAL = new Set(['succeeded', 'failed', 'skipped']);
 const POLL_MS = 500;
 /** Without a terminal, a line every few seconds is enough for a log file. */
 const PLAIN_EVERY_MS = 5_000;
 
-export function countsLine(run: ImportRun): string {
+const countsOfRun = (run: ImportRun): RunCounts => ({
+  rowsRead: run.rows_read,
+  inserted: run.inserted,
+  updated: run.updated,
+  unchanged: run.unchanged,
+  rejected: run.rejected,
+  warnings: run.warnings,
+  duplicates: run.duplicates,
+  closed: run.closed,
+});
+
+/** One line of counts, from a run row or a run's view. */
+export function countsLine(run: ImportRun | RunView): string {
+  const c = 'counts' in run ? run.counts : countsOfRun(run);
   return (
-    `${run.rows_read} rows read: ${run.inserted} inserted, ${run.updated} updated, ${run.unchanged} unchanged, ` +
-    `${run.rejected} rejected, ${run.warnings} warnings, ${run.duplicates} duplicates, ${run.closed} closed`
+    `${c.rowsRead} rows read: ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
+    `${c.rejected} rejected, ${c.warnings} warnings, ${c.duplicates} duplicates, ${c.closed} closed`
   );
 }
 
-const percent = (run: ImportRun) =>
-  run.bytes_total ? Math.min(100, Math.floor((run.bytes_read / run.bytes_total) * 100)) : null;
-
 /**
- * Follows a run until it ends, from its row in Postgres (the truth), with a progress bar on a
- * terminal and plain lines otherwise. The job's state is checked too: a job that failed for good
- * without its processor recording it (e.g. stalled too often) must not keep us waiting.
+ * Follows a run (all its parts) until it settles: one progress bar on a terminal, a line every few
+ * seconds otherwise. The job's state is checked too: a job that failed for good without its
+ * processor recording it (e.g. stalled too often) must not keep us waiting.
  */
 export async function followRun(db: Db, queue: TypedQueue<'import'>, runId: number, jobId: string) {
   const tty = process.stderr.isTTY === true;
@@ -30,46 +45,43 @@ export async function followRun(db: Db, queue: TypedQueue<'import'>, runId: numb
     ? new cliProgress.SingleBar(
         {
           format:
-            'importing [{bar}] {percentage}% | {rows} rows | {inserted} new, {updated} changed, {rejected} rejected',
+            'importing [{bar}] {percentage}% | {parts} | {rows} rows | {inserted} new, {updated} changed, {rejected} rejected',
           stream: process.stderr,
           hideCursor: true,
         },
         cliProgress.Presets.shades_classic,
       )
     : null;
-  bar?.start(100, 0, { rows: 0, inserted: 0, updated: 0, rejected: 0 });
+  bar?.start(100, 0, { parts: '', rows: 0, inserted: 0, updated: 0, rejected: 0 });
   let lastPlain = 0;
-  let polls = 0;
   try {
-    for (;;) {
-      const run = await getRun(db, runId);
-      if (!run) throw new Error(`import run ${runId} disappeared`);
-      const pct = percent(run);
-      if (bar) {
-        bar.update(pct ?? 0, {
-          rows: run.rows_read,
-          inserted: run.inserted,
-          updated: run.updated,
-          rejected: run.rejected,
-        });
-      } else if (Date.now() - lastPlain >= PLAIN_EVERY_MS && run.status === 'running') {
-        lastPlain = Date.now();
-        process.stderr.write(
-          `run ${runId}: ${run.status}${pct === null ? '' : ` ${pct}%`}, ${countsLine(run)}\n`,
-        );
-      }
-      if (TERMINAL.has(run.status)) return run;
-      if (++polls % 6 === 0) {
-        const job = await queue.getJob(jobId);
-        const state = job ? await job.getState() : 'unknown';
-        if (state === 'failed') {
-          const again = await getRun(db, runId);
-          if (again && TERMINAL.has(again.status)) return again;
-          return { ...run, status: 'failed' as const, error: job?.failedReason ?? 'the import job failed' };
+    return await waitForRun(db, runId, {
+      pollMs: POLL_MS,
+      onTick: (view) => {
+        const pct = percentOf(view, feedHandler(view.feed)?.staged !== undefined);
+        const done = view.parts.filter((p) => p.status === 'succeeded').length;
+        const parts = view.parts.length > 1 ? `${done}/${view.parts.length} parts read` : '';
+        if (bar) {
+          bar.update(pct ?? 0, {
+            parts,
+            rows: view.counts.rowsRead,
+            inserted: view.counts.inserted,
+            updated: view.counts.updated,
+            rejected: view.counts.rejected,
+          });
+        } else if (Date.now() - lastPlain >= PLAIN_EVERY_MS && view.status === 'running') {
+          lastPlain = Date.now();
+          process.stderr.write(
+            `run ${runId}: ${view.status}${pct === null ? '' : ` ${pct}%`}${parts ? `, ${parts}` : ''}, ${countsLine(view)}\n`,
+          );
         }
-      }
-      await new Promise((r) => setTimeout(r, POLL_MS));
-    }
+      },
+      jobFailed: async () => {
+        const job = await queue.getJob(jobId);
+        if (!job || (await job.getState()) !== 'failed') return null;
+        return job.failedReason ?? 'the import job failed';
+      },
+    });
   } finally {
     bar?.stop();
   }

@@ -2,9 +2,16 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { ImportOptionsError } from '../../ingest/feed-handler.js';
 import { feedHandler, feedNames } from '../../ingest/feeds.js';
-import { createRun, markFailed, setRunJobId } from '../../ingest/import-runs.repository.js';
-import { assertLocalSourceReadable, isUrl, SourceError } from '../../ingest/source.js';
-import { enqueueImportRun, openProducerQueue } from '../../jobs/queue.js';
+import {
+  createImportRun,
+  failRun,
+  type PartSource,
+  partsOf,
+  setPartJobIds,
+  setRunJobId,
+} from '../../ingest/import-run.js';
+import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
+import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../../jobs/queue.js';
 import { createDb } from '../../shared/db.js';
 import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';
 import { countsLine, followRun } from './import-follow.js';
@@ -17,24 +24,54 @@ interface ImportCliOptions {
 }
 
 /**
- * `bizdir import <feed> <file|url>`: records an import run and enqueues its job; a worker does the
- * work. Generic over the feeds registered in ingest/feeds.ts.
+ * The parts of a run: each source given, a local zip holding several CSVs as one part per CSV.
+ * Local files are checked here, before anything is recorded or enqueued.
+ */
+async function partsFrom(sources: readonly string[]): Promise<PartSource[]> {
+  const parts: PartSource[] = [];
+  for (const source of sources) {
+    if (isUrl(source)) {
+      parts.push({ source, entry: null });
+      continue;
+    }
+    const location = path.resolve(source);
+    try {
+      await assertLocalSourceReadable(location);
+      const entries = await csvEntriesOf(location);
+      if (entries.length === 0) parts.push({ source: location, entry: null });
+      else for (const entry of entries) parts.push({ source: location, entry });
+    } catch (error) {
+      if (error instanceof SourceError) throw new CliError(error.message);
+      throw error;
+    }
+  }
+  return parts;
+}
+
+/**
+ * `bizdir import <feed> <source...>`: records one import run (one part per source) and enqueues it;
+ * workers do the work, the parts in parallel. Generic over the feeds registered in ingest/feeds.ts.
  */
 export function registerImport(program: Command): void {
   program
     .command('import')
-    .description('import a feed file or URL (.csv, .gz, or .zip holding one CSV) through the queue')
+    .description(
+      'import a feed through the queue: one run of one or more sources (.csv, .gz, .zip of one or more CSVs)',
+    )
     .argument('<feed>', `the feed: ${feedNames().join(' | ')}`)
-    .argument('<source>', 'file path or http(s) URL')
+    .argument('<source...>', 'file paths or http(s) URLs (the register: one file, or all its parts)')
     .option(
       '--country <code>',
       'the register the company numbers belong to (ISO code; registrar default GB)',
       undefined,
     )
     .option('--org <domain|company-number>', 'locations: the Org the sheet belongs to')
-    .option('--full', 'the file is the complete list: records missing from it are marked as gone')
+    .option(
+      '--full',
+      'the sources are the complete list: records missing from all of them are marked as gone',
+    )
     .option('--wait', 'follow the import with a progress bar; exit non-zero if it fails')
-    .action(async (feed: string, source: string, opts: ImportCliOptions) => {
+    .action(async (feed: string, sources: string[], opts: ImportCliOptions) => {
       const handler = feedHandler(feed);
       if (!handler) throw new CliError(`unknown feed "${feed}" (known: ${feedNames().join(', ')})`);
       let options: ReturnType<typeof handler.parseOptions>;
@@ -44,38 +81,38 @@ export function registerImport(program: Command): void {
         if (error instanceof ImportOptionsError) throw new CliError(error.message);
         throw error;
       }
-      const location = isUrl(source) ? source : path.resolve(source);
-      if (!isUrl(source)) {
-        // Refused here, before anything is recorded or enqueued.
-        try {
-          await assertLocalSourceReadable(location);
-        } catch (error) {
-          if (error instanceof SourceError) throw new CliError(error.message);
-          throw error;
-        }
-      }
+      const parts = await partsFrom(sources);
+      if (parts.length > 1 && !handler.staged)
+        throw new CliError(`the ${feed} feed takes one source per run (${parts.length} given)`);
       const config = cliConfig();
       const { db, close } = createDb(databaseUrlOf(config), { max: 2, applicationName: 'bizdir-import' });
       const producer = openProducerQueue(config, redisUrlOf(config), 'import');
       try {
-        const run = await createRun(db, { feed: handler.feed, source: location, options });
+        const run = await createImportRun(db, { feed: handler.feed, parts, options });
         let jobId: string;
         try {
-          jobId = await enqueueImportRun(producer.queue, run.id);
+          if (parts.length === 1) jobId = await enqueueImportRun(producer.queue, run.id);
+          else {
+            const rows = await partsOf(db, run);
+            const queued = await enqueueImportParts(producer.flows, run.id, rows);
+            jobId = queued.jobId;
+            await setPartJobIds(db, run.id, queued.partJobIds);
+          }
         } catch (error) {
           const reason = `could not enqueue the import job: ${(error as Error).message}`;
-          await markFailed(db, run.id, reason);
+          await failRun(db, run.id, reason);
           throw new CliError(`${reason} (is Redis running?)`);
         }
         await setRunJobId(db, run.id, jobId);
-        console.log(`import run ${run.id} queued: ${handler.feed} ${location}`);
+        const what = parts.length === 1 ? run.source : `${parts.length} parts`;
+        console.log(`import run ${run.id} queued: ${handler.feed} ${what}`);
         if (!opts.wait) return;
         const final = await followRun(db, producer.queue, run.id, jobId);
         if (final.status !== 'succeeded') {
           throw new CliError(`import run ${run.id} ${final.status}: ${final.error ?? 'no reason recorded'}`);
         }
         console.log(`import run ${run.id} succeeded: ${countsLine(final)}`);
-        if (final.rejected + final.warnings > 0)
+        if (final.counts.rejected + final.counts.warnings > 0)
           console.log(`see the rejected rows: bizdir imports show ${run.id}`);
       } finally {
         await producer.close();

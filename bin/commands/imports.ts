@@ -1,6 +1,13 @@
 import type { Command } from 'commander';
 import { listIssues } from '../../ingest/import-issues.repository.js';
-import { getRun, type ImportRun, listRuns } from '../../ingest/import-runs.repository.js';
+import {
+  getRun,
+  type ImportRun,
+  listRuns,
+  partLocation,
+  viewRun,
+  viewRuns,
+} from '../../ingest/import-run.js';
 import { createDb, type Db } from '../../shared/db.js';
 import { CliError, cliConfig, databaseUrlOf } from '../cli-context.js';
 import { countsLine } from './import-follow.js';
@@ -59,8 +66,16 @@ function printList(runs: ImportRun[]) {
 async function show(db: Db, id: number, limit: number) {
   const run = await getRun(db, id);
   if (!run) throw new CliError(`no import run ${id}`);
+  const view = (await viewRun(db, id))!;
   console.log(`import run ${run.id}: ${run.feed} ${run.status}`);
-  console.log(`  source    ${run.source}`);
+  if (view.parts.length <= 1) console.log(`  source    ${run.source}`);
+  for (const p of view.parts.length > 1 ? view.parts : []) {
+    const c = p.counts;
+    console.log(
+      `  part ${p.partNo}  ${p.status}  ${partLocation(p)}: ${c.rowsRead} rows, ${c.rejected} rejected, ` +
+        `${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged${p.error ? ` (${p.error})` : ''}`,
+    );
+  }
   console.log(`  options   ${JSON.stringify(run.options)}`);
   console.log(
     `  created   ${iso(run.created_at)}  started ${iso(run.started_at)}  finished ${iso(run.finished_at)}`,
@@ -73,7 +88,8 @@ async function show(db: Db, id: number, limit: number) {
   console.log(`rejected rows and warnings (${issues.length} of ${total}):`);
   for (const i of issues) {
     const where = i.column_name ? `${i.column_name}: ` : '';
-    console.log(`  line ${i.line_number}  ${i.severity}  ${where}${i.reason}`);
+    const part = view.parts.length > 1 ? `part ${i.part_no} ` : '';
+    console.log(`  ${part}line ${i.line_number}  ${i.severity}  ${where}${i.reason}`);
     if (i.severity === 'rejected' && i.raw) {
       console.log(`    ${i.raw.length > 300 ? `${i.raw.slice(0, 300)}...` : i.raw}`);
     }
@@ -94,13 +110,33 @@ export function registerImports(program: Command): void {
     .command('list', { isDefault: true })
     .description('the latest import runs')
     .option('--limit <n>', 'how many runs', positiveInt('--limit'), 20)
-    .action(async (opts: { limit: number }) =>
-      withDb(async (db) => printList(await listRuns(db, opts.limit))),
+    .option('--json', 'one JSON array, newest first: each run with its parts, counts, status and timings')
+    .action(async (opts: { limit: number; json?: boolean }) =>
+      withDb(async (db) => {
+        if (opts.json) console.log(JSON.stringify(await viewRuns(db, opts.limit)));
+        else printList(await listRuns(db, opts.limit));
+      }),
     );
   imports
     .command('show')
     .description('one run: counts, error, rejected rows and warnings with line and reason')
     .argument('<id>', 'import run id', positiveInt('id'))
     .option('--limit <n>', 'how many rejected rows and warnings', positiveInt('--limit'), 200)
-    .action(async (id: number, opts: { limit: number }) => withDb((db) => show(db, id, opts.limit)));
+    .option('--json', 'the run as one JSON object: status, counts, timings, its parts, and its issues')
+    .action(async (id: number, opts: { limit: number; json?: boolean }) =>
+      withDb(async (db) => {
+        if (!opts.json) return show(db, id, opts.limit);
+        const view = await viewRun(db, id);
+        if (!view) throw new CliError(`no import run ${id}`);
+        const issues = (await listIssues(db, id, opts.limit)).map((i) => ({
+          part: i.part_no,
+          line: i.line_number,
+          severity: i.severity,
+          column: i.column_name,
+          reason: i.reason,
+          raw: i.raw,
+        }));
+        console.log(JSON.stringify({ ...view, issues }));
+      }),
+    );
 }

@@ -1,4 +1,4 @@
-import { setRunJobId } from '../../ingest/import-runs.repository.js';
+import { setRunJobId } from '../../ingest/import-run.js';
 import { createQueue, enqueueImportRun } from '../queue.js';
 import type { ProcessorFactory } from '../registry.js';
 import { processRunSchedule } from './scheduler.js';
