@@ -84,13 +84,13 @@ describe('bench table', () => {
   it('reads the API benchmark: each read against its bare route, and the 304 path', () => {
     const rows = parseApi(out.api ?? '');
     expect(shape(rows)).toEqual([
-      'bare org',
+      'bare org (primary-key lookup)',
       'GET /v1/org/{domain}',
       'GET /v1/org/{domain} p99',
-      'bare location',
+      'bare location (primary-key lookup)',
       'GET /v1/location/{domain}',
       'GET /v1/location/{domain} p99',
-      '304 (If-None-Match)',
+      '304 path',
     ]);
     expectMeasured(rows);
     for (const [bare, app] of [
