@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
+import { slugify } from '../shared/domains.js';
 import { copyInto, copyLine } from '../shared/pg-copy.js';
 import type { BatchRow } from './feed-handler.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
@@ -37,6 +38,7 @@ const COLUMNS = [
   'country_code',
   'address_hash',
   'org_hash',
+  'slug',
 ] as const;
 
 export interface StagedRow {
@@ -52,7 +54,9 @@ export async function createStage(db: Db, runId: number): Promise<void> {
       name text not null, informal_name text not null, sic_code text, registration_date date,
       company_status text, company_category text,
       line1 text, line2 text, line3 text, city text, state text, zip text, country_code text,
-      address_hash text not null, org_hash text not null
+      address_hash text not null, org_hash text not null,
+      -- slugify(name), worked out while the parts are read (in parallel) rather than in the merge
+      slug text not null
     ) with (autovacuum_enabled = false)`.execute(db);
 }
 
@@ -101,6 +105,7 @@ export async function stageRows(
       r.address.country_code,
       r.addressHash,
       r.orgHash,
+      slugify(r.name),
     ]),
   );
   await copyInto(trx, stageTableOf(runId), COLUMNS, lines);
@@ -111,15 +116,22 @@ export async function indexStage(db: Db, runId: number): Promise<void> {
   await sql`
     create index if not exists ${sql.id(`${stageTableOf(runId)}_key`)}
     on ${table(runId)} (number, part_no desc, line desc)`.execute(db);
+  // Autovacuum never looks at this table: without statistics the planner may sort the whole table for
+  // every chunk instead of walking the index.
+  await sql`analyze ${table(runId)}`.execute(db);
 }
 
 export interface Winner {
+  /** Where the winning row is in the staging table (its ctid), to read it back without a join. */
+  at: string;
   number: string;
   part_no: number;
   line: number;
   org_id: number | null;
   /** The Org exists, is on the register, has its address and the same content hash: nothing to write. */
   same: boolean;
+  /** The name's slug base, for a company without an Org (null otherwise). */
+  slug: string | null;
 }
 
 /**
@@ -136,11 +148,12 @@ export async function nextWinners(
 ): Promise<Winner[]> {
   const { rows } = await sql<Winner>`
     with w as (
-      select distinct on (number) number, part_no, line, org_hash from ${table(runId)}
+      select distinct on (number) ctid as at, number, part_no, line, org_hash, slug from ${table(runId)}
       where number > ${after} order by number, part_no desc, line desc limit ${limit})
-    select w.number, w.part_no, w.line, o.id as org_id,
+    select w.at::text as at, w.number, w.part_no, w.line, o.id as org_id,
       coalesce(o.content_hash = w.org_hash and o.left_register_on is null
-               and o.registered_address_id is not null, false) as same
+               and o.registered_address_id is not null, false) as same,
+      case when o.id is null then w.slug end as slug
     from w left join orgs o on o.registration_country = ${country} and o.registration_number = w.number
     order by w.number`.execute(trx);
   return rows.map((r) => ({
@@ -157,11 +170,10 @@ export async function stagedRecords(
   winners: readonly Winner[],
 ): Promise<StagedRow[]> {
   if (winners.length === 0) return [];
+  // By ctid: a TID scan, whatever the planner thinks of the table (nothing moves rows while it is read).
+  if (winners.length === 0) return [];
   const { rows } = await sql<Record<(typeof COLUMNS)[number], string | null>>`
-    select s.* from ${table(runId)} s
-    join unnest(${winners.map((w) => w.number)}::text[], ${winners.map((w) => w.part_no)}::int[],
-      ${winners.map((w) => w.line)}::bigint[]) as k(number, part_no, line)
-      on s.number = k.number and s.part_no = k.part_no and s.line = k.line`.execute(trx);
+    select * from ${table(runId)} where ctid = any(${winners.map((w) => w.at)}::tid[])`.execute(trx);
   return rows.map((r) => ({
     part_no: Number(r.part_no),
     line: Number(r.line),
