@@ -11,10 +11,13 @@ import {
 // Output in the exact shapes the benchmark scripts print (bench/*.bench.ts).
 const IMPORT_OUT = `generated 200000 rows (61 MB) twice in 9.1 s
 (a) baseline papaparse -> COPY: 2.50 s, 80000 rows/s
+(a2) psql \\copy: 1.00 s, 200000 rows/s = 2.50 x (a)
 worker peak RSS at start: 120 MB
-(b) first import: 8.00 s, 25000 rows/s = 0.31 x (a) | 200000 inserted, 0 updated, 0 unchanged, 0 rejected | worker peak RSS so far 300 MB
-(c) same file again: 5.00 s, 40000 rows/s = 0.50 x (a) | 0 inserted, 0 updated, 200000 unchanged, 0 rejected | worker peak RSS so far 310 MB
-(d) 10% of rows changed: 6.00 s, 33333 rows/s = 0.42 x (a) | 0 inserted, 20000 updated, 180000 unchanged, 0 rejected | worker peak RSS so far 320 MB
+(b) first import: 8.00 s, 25000 rows/s = 0.31 x (a), 0.125 x (a2) | 200000 inserted, 0 updated, 0 unchanged, 0 rejected | worker peak RSS so far 300 MB
+(c) same file again: 2.40 s, 83333 rows/s = 1.04 x (a), 0.417 x (a2) | 0 inserted, 0 updated, 200000 unchanged, 0 rejected | worker peak RSS so far 310 MB
+(d) 10% of rows changed: 6.00 s, 33333 rows/s = 0.42 x (a), 0.167 x (a2) | 0 inserted, 20000 updated, 180000 unchanged, 0 rejected | worker peak RSS so far 320 MB
+(e) 7 parts, 1 worker: 10.00 s, 20000 rows/s = 0.25 x (a), 0.100 x (a2) | 200000 inserted | worker peak RSS 300 MB
+(f) 7 parts, 2 workers: 7.00 s, 28571 rows/s = 0.36 x (a), 0.143 x (a2), 1.43 x (e) | 200000 inserted | worker peak RSS 280, 290 MB
 worker peak RSS: 320 MB (N = 200000)
 `;
 
@@ -48,9 +51,12 @@ describe('bench table', () => {
     const rows = parseImport(IMPORT_OUT);
     expect(rows.map((r) => [r.figure, r.value, r.ratio, r.met])).toEqual([
       ['(a) papaparse -> COPY', 80000, undefined, undefined],
-      ['(b) first import', 25000, 0.31, true],
-      ['(c) same file again', 40000, 0.5, true],
-      ['(d) 10% of rows changed', 33333, 0.42, undefined],
+      ['(a2) psql \\copy', 200000, undefined, undefined],
+      ['(b) first import', 25000, 0.31, false],
+      ['(c) same file again', 83333, 1.04, true],
+      ['(d) 10% of rows changed', 33333, 0.42, false],
+      ['(e) 7 parts, 1 worker', 20000, undefined, undefined],
+      ['(f) 7 parts, 2 workers', 28571, 1.43, true],
       ['worker peak RSS', 320, undefined, true],
     ]);
   });
