@@ -1,10 +1,17 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
+import { FeedFormatError } from '../shared/errors.js';
 import { allocateSlugs, recordSlugs } from '../shared/public-domains.js';
 import type { MergeOutcome } from './feed-handler.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
-import { nextWinners, stagedRecords, stageTableOf, type Winner } from './registrar.stage.js';
+import {
+  nextWinners,
+  refreshFingerprints,
+  stagedRecords,
+  stageTableOf,
+  type Winner,
+} from './registrar.stage.js';
 
 /**
  * The one place that writes register records, from a run's staged rows (registrar.stage.ts), one
@@ -112,9 +119,9 @@ async function insertOrgs(trx: Transaction<Database>, rows: readonly Winner[], c
     ), o as (
       insert into orgs (domain_cc, public_slug, name, informal_name, sic_code, registration_country,
         registration_number, registration_date, registered_address_id, company_status, company_category,
-        content_hash, last_run_id)
+        content_hash, last_run_id, source_fingerprint)
       select ${cc}, label, name, informal_name, sic_code, ${ctx.country}, number, registration_date, address_id,
-        company_status, company_category, org_hash, ${ctx.runId}::bigint
+        company_status, company_category, org_hash, ${ctx.runId}::bigint, fingerprint
       from v
       returning id, public_slug
     ), d as (
@@ -153,13 +160,14 @@ async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChang
       registered_address_id = coalesce(v.address_id, o.registered_address_id),
       left_register_on = null,
       version_number = o.version_number + case when v.bump then 1 else 0 end,
-      updated = now(), last_run_id = ${ctx.runId}::bigint
+      updated = now(), last_run_id = ${ctx.runId}::bigint, source_fingerprint = v.fingerprint
     from unnest(${col(changes, (c) => c.existing.id)}::bigint[], ${r('name')}::text[], ${r('informal_name')}::text[],
       ${r('sic_code')}::text[], ${r('registration_date')}::date[], ${r('company_status')}::text[],
       ${r('company_category')}::text[], ${r('orgHash')}::text[],
       ${col(changes, (c) => slugOf.get(c.existing.id) ?? null)}::text[],
-      ${col(changes, (c) => homeOf.get(c.existing.id) ?? null)}::bigint[], ${col(changes, (c) => c.bump)}::boolean[])
-      as v(id, name, informal_name, sic_code, date, status, category, hash, slug, address_id, bump)
+      ${col(changes, (c) => homeOf.get(c.existing.id) ?? null)}::bigint[], ${col(changes, (c) => c.bump)}::boolean[],
+      ${col(changes, (c) => c.record.fingerprint ?? null)}::text[])
+      as v(id, name, informal_name, sic_code, date, status, category, hash, slug, address_id, bump, fingerprint)
     where o.id = v.id`.execute(trx);
   await recordSlugs(
     trx,
@@ -216,6 +224,12 @@ export async function mergeRegistrarChunk(
     return !w.same;
   });
   outcome.unchanged = winners.length - todo.length;
+  await refreshFingerprints(
+    trx,
+    ctx.runId,
+    ctx.country,
+    winners.filter((w) => w.same && w.refresh),
+  );
   if (todo.length === 0) return outcome;
   const inserts = todo.filter((w) => w.org_id === null);
   for (const w of inserts) tally(w.part_no, 'inserted');
@@ -241,6 +255,13 @@ export async function mergeRegistrarChunk(
   const addressChanges: OrgChange[] = [];
   for (const row of staged) {
     const rec = row.record;
+    if (rec.known) {
+      // Recognised unchanged while its part was read, changed since: another run of this register
+      // merged in between. Its fields were never read, so it cannot be merged now.
+      throw new FeedFormatError(
+        `company ${rec.number} changed while this run read its sources (another import of the register ran in between): run the import again`,
+      );
+    }
     const found = existing.get(rec.number);
     // Gone since the stage query looked (not possible under the feed lock): nothing to compare with.
     if (!found) continue;

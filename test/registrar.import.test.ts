@@ -149,8 +149,10 @@ describe('registrar import', () => {
       public_slug: 'sharperedges-sharpening-ltd',
       version_number: 1,
     });
-    // What an older version stored: the spaces collapsed (and the hash of that name).
-    await sql`update orgs set name = 'SHARPEREDGES SHARPENING LTD', content_hash = 'old'`.execute(t.db);
+    // What an older version stored: the spaces collapsed, the hash of that name, no row fingerprint.
+    await sql`update orgs set name = 'SHARPEREDGES SHARPENING LTD', content_hash = 'old', source_fingerprint = null`.execute(
+      t.db,
+    );
     const next = await importFeed(t.db, 'registrar', source);
     expect(next).toMatchObject({ updated: 1, unchanged: 0 });
     [row] = await registerState(t.db);
@@ -213,6 +215,57 @@ describe('registrar import', () => {
       expect(await stamps(t.db)).toEqual(before);
     }
     expect(await registerState(t.db)).toEqual(state);
+  });
+
+  it('recognises an unchanged row by its text (no split, no normalize) and keeps the fingerprint current', async () => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    const prints = async () =>
+      (
+        await sql<{ n: string; f: string | null }>`
+          select registration_number as n, source_fingerprint as f from orgs order by 1`.execute(t.db)
+      ).rows;
+    const first = await prints();
+    // Every row without warnings carries its fingerprint; the one with a warning does not (it is
+    // normalized, and its warning reported, every time).
+    expect(first.filter((r) => r.f === null).map((r) => r.n)).toEqual(['12345680']);
+    // Proof that a recognised row is not read: an Org changed behind the importer's back (its hash
+    // too) would be rewritten by a row that is normalized and compared; a recognised one is not.
+    await sql`update orgs set informal_name = 'NOT READ', content_hash = 'tampered'
+              where registration_number = 'SC612345'`.execute(t.db);
+    const before = await stamps(t.db);
+    const again = await importFeed(t.db, 'registrar', FIXTURE);
+    expect(again).toMatchObject({ inserted: 0, updated: 0, unchanged: 8 });
+    expect(await stamps(t.db)).toEqual(before);
+    expect((await registerState(t.db)).find((o) => o.registration_number === 'SC612345')?.informal_name).toBe(
+      'NOT READ',
+    );
+    // Other text, same content (a padded value is trimmed): unchanged, and the new text's fingerprint.
+    const padded = file(
+      'padded.csv',
+      registrarCsv([registrarFields('00000077', 'PADDED LTD'), registrarFields('00000078', 'OTHER LTD')]),
+    );
+    await importFeed(t.db, 'registrar', padded);
+    const one = await prints();
+    await importFeed(
+      t.db,
+      'registrar',
+      file(
+        'padded2.csv',
+        registrarCsv([
+          registrarFields('00000077', 'PADDED LTD', { 'RegAddress.PostTown': 'LONDON ' }),
+          registrarFields('00000078', 'OTHER LTD'),
+        ]),
+      ),
+    );
+    const two = await prints();
+    const f = (rows: typeof one, n: string) => rows.find((r) => r.n === n)?.f;
+    expect(f(two, '00000077')).not.toBe(f(one, '00000077'));
+    expect(f(two, '00000078')).toBe(f(one, '00000078'));
+    const state = await registerState(t.db);
+    expect(state.find((o) => o.registration_number === '00000077')).toMatchObject({
+      city: 'LONDON',
+      version_number: 1,
+    });
   });
 
   it('--full marks companies missing from the file as left the register, and clears it when they return', async () => {
