@@ -8,6 +8,7 @@ COPY api ./api
 COPY bin ./bin
 COPY ingest ./ingest
 COPY jobs ./jobs
+COPY search ./search
 COPY shared ./shared
 RUN npm run build
 

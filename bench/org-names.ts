@@ -4,23 +4,23 @@
  * apostrophes, brackets, a few accented names).
  */
 
-const SURNAMES =
+export const SURNAMES =
   'smith jones taylor brown williams wilson johnson davies robinson wright thompson evans walker white roberts green hall wood jackson clarke patel khan lewis james phillips mason mitchell rose davis rodriguez cox alexander morgan moore harris martin cooper ward turner hill kelly baker king lee carter scott morris price bennett gray bell shaw bailey hughes murphy parker young allen watson chapman fisher reid campbell ellis russell marshall webb simpson hunt palmer stewart hunter mills holmes knight butler lloyd barnes barker fox griffiths ryan harvey dixon burton graham pearce owen grant wells kennedy ahmed singh ali begum hussain'.split(
     ' ',
   );
-const PLACES =
+export const PLACES =
   'london manchester bristol leeds york oxford cambridge kent essex surrey devon cornwall thames pennine chiltern cotswold highland lothian clyde tyne mersey avon severn humber solent wessex mercia northumbria cumbria anglia brighton bath chester durham lincoln norwich exeter preston derby leicester nottingham sheffield belfast cardiff swansea glasgow edinburgh aberdeen dundee'.split(
     ' ',
   );
-const WORDS =
+export const WORDS =
   'acme apex alpha beta delta omega summit pinnacle horizon vertex nova stellar crown royal premier prime golden silver blue green red oak cedar maple willow elm birch harbour bridge castle tower garden meadow river valley forest ocean coastal urban metro global united national first united phoenix falcon eagle lion tiger fox badger swift'.split(
     ' ',
   );
-const TRADES =
+export const TRADES =
   'widgets engineering consulting construction builders property properties holdings investments solutions services logistics transport haulage catering foods bakery butchers plumbing heating electrical roofing joinery carpentry cleaning security recruitment marketing media design digital software systems technologies tech data analytics finance capital ventures partners management developments estates lettings care homecare healthcare dental pharmacy vets motors garage autos trading imports exports textiles fashion beauty salon barbers fitness leisure events travel hospitality hotels restaurants cafe coffee brewing wines spirits farms agriculture landscaping gardens energy solar renewables environmental recycling waste printing publishing studios productions music films photography education training tutoring childcare nursery'.split(
     ' ',
   );
-const SUFFIXES = [
+export const SUFFIXES = [
   'LTD',
   'LIMITED',
   'LIMITED',
@@ -32,7 +32,7 @@ const SUFFIXES = [
   '(UK) LTD',
   'GROUP LIMITED',
 ];
-const ACCENTED = [
+export const ACCENTED = [
   'CAFÉ',
   'CRÈME',
   'BRÛLÉE',
@@ -59,23 +59,3 @@ export function prng(seed: number): () => number {
 
 const pick = <T>(rand: () => number, list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
 const up = (s: string) => s.toUpperCase();
-
-export function companyName(rand: () => number): string {
-  const r = rand();
-  const suffix = pick(rand, SUFFIXES);
-  if (r < 0.25) return `${up(pick(rand, SURNAMES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.4) return `${up(pick(rand, PLACES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.55)
-    return `${up(pick(rand, WORDS))} ${up(pick(rand, TRADES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.65) return `${up(pick(rand, SURNAMES))} & ${up(pick(rand, SURNAMES))} ${suffix}`;
-  if (r < 0.72) return `${up(pick(rand, SURNAMES))}'S ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.8) {
-    const initials = String.fromCharCode(65 + Math.floor(rand() * 26), 65 + Math.floor(rand() * 26));
-    return `${initials} ${up(pick(rand, TRADES))} ${suffix}`;
-  }
-  if (r < 0.88) return `${up(pick(rand, WORDS))} ${Math.floor(rand() * 99_999) + 1} ${suffix}`;
-  if (r < 0.92) return `${pick(rand, ACCENTED)} ${up(pick(rand, TRADES))} ${suffix}`;
-  if (r < 0.96)
-    return `THE ${up(pick(rand, WORDS))} ${up(pick(rand, PLACES))} ${up(pick(rand, TRADES))} ${suffix}`;
-  return `${up(pick(rand, SURNAMES))}-${up(pick(rand, SURNAMES))} "${up(pick(rand, WORDS))}" ${suffix}`;
-}

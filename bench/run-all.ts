@@ -18,7 +18,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const QUICK: Record<string, { args: string[]; env: Record<string, string> }> = {
   import: { args: ['100000'], env: {} },
   api: { args: ['20000', '5', '1'], env: {} },
-  search: { args: ['50000'], env: { BENCH_ROUNDS: '2' } },
+  register: { args: ['--orgs', '50000', '--queries', '200'], env: {} },
   locations: { args: [], env: { BENCH_ROWS: '20000', BENCH_ORGS: '1000' } },
   'locations-cpu': { args: [], env: { BENCH_ROWS: '20000', BENCH_REPS: '1' } },
 };

@@ -1,24 +1,24 @@
 import type { Redis } from 'ioredis';
-import type { Config } from '../shared/config.js';
-import type { JobName } from '../shared/queues.js';
 import {
   createMeiliClient,
   ensureOrgIndex,
   INDEXING_TIMEOUT_MS,
   meiliConnectionOf,
-} from '../shared/search/meili-client.js';
-import { syncOutbox } from '../shared/search/org-sync.js';
-import { reindex } from '../shared/search/reindex.js';
+} from '../search/meili-client.js';
+import { syncOutbox } from '../search/org-sync.js';
+import { reindex } from '../search/reindex.js';
+import type { Config } from '../shared/config.js';
+import type { JobName } from '../shared/queues.js';
 import { createQueue } from './queue.js';
 import type { ProcessorFactory } from './registry.js';
 
 const INDEX_JOB: JobName<'index'> = 'index-orgs';
 
 /** How often a worker sweeps the outbox even when nobody asked: catch-up after Meilisearch was down. */
-export const SWEEP_EVERY_MS = 5_000;
+export const SWEEP_EVERY_MS = 1_000;
 
 /**
- * `index-orgs`: drains the search outbox into Meilisearch (shared/search/org-sync.ts). The payload
+ * `index-orgs`: drains the search outbox into Meilisearch (search/org-sync.ts). The payload
  * only says why; Postgres (search_outbox) says what. A Meilisearch failure fails the job and leaves
  * the outbox as it was; the job's retries and the recurring sweep pick it up again.
  */

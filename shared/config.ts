@@ -25,6 +25,8 @@ const Env = Type.Object({
   MEILI_INDEX: Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' }),
   /** Folder for local state (embedded services, downloaded feeds). */
   DATA_DIR: Type.String({ minLength: 1 }),
+  /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
+  MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),
 });
 
 const DEFAULTS = {
@@ -35,6 +37,7 @@ const DEFAULTS = {
   QUEUE_PREFIX: 'bizdir',
   MEILI_INDEX: 'orgs',
   DATA_DIR: '.data',
+  MEILI_MAX_INDEXING_MEMORY: '2 GiB',
 } as const;
 
 const MESSAGES: Record<string, string> = {
@@ -50,6 +53,7 @@ const MESSAGES: Record<string, string> = {
   QUEUE_PREFIX: 'must be 1-64 characters of letters, digits, _ : -',
   MEILI_INDEX: 'must be 1-200 characters of letters, digits, _ -',
   DATA_DIR: 'must not be empty',
+  MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
 };
 
 type EnvValues = Static<typeof Env>;
@@ -67,6 +71,7 @@ export interface Config {
   readonly queuePrefix: string;
   readonly meiliIndex: string;
   readonly dataDir: string;
+  readonly meiliMaxIndexingMemory: string;
 }
 
 export class ConfigError extends Error {
@@ -107,6 +112,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     queuePrefix: v.QUEUE_PREFIX,
     meiliIndex: v.MEILI_INDEX,
     dataDir: v.DATA_DIR,
+    meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
   });
 }
 

@@ -4,7 +4,7 @@ import {
   parseImport,
   parseLocations,
   parseLocationsCpu,
-  parseSearch,
+  parseRegister,
   renderTable,
 } from '../bench/bench-table.js';
 
@@ -30,20 +30,6 @@ ratio (b)/(a) = 0.50   (target >= 0.6; p99 target < 25 ms)
 const LOCATIONS_OUT = `sheet: 100000 rows, 5000 Orgs, 40.1 MiB (/tmp/x/locations.csv)
 first import         4.26 s  23,474 rows/s  peak RSS 210 MiB  node CPU 3.1 s  (inserted 100000, updated 0, unchanged 0, rejected 0)
 unchanged re-import  2.10 s  47,619 rows/s  peak RSS 215 MiB  node CPU 1.9 s  (inserted 0, updated 0, unchanged 100000, rejected 0)
-`;
-
-const SEARCH_OUT = `[02:00:00] c_bizdir_endpoint: {"n":112,"p50":5,"p99":20,"max":21}
-{
-  "latencyMs": {
-    "a_pg_ilike_trgm": { "all": { "n": 112, "p50": 1.5, "p99": 60, "max": 70 } },
-    "b_meili_contains": { "all": { "n": 112, "p50": 4.3, "p99": 26.68, "max": 43.86 } },
-    "c_bizdir_endpoint": { "all": { "n": 112, "p50": 5, "p99": 20, "max": 21 } }
-  },
-  "build": { "rawPostMs": 10000, "reindexMs": 12000, "ratio": 1.2 },
-  "changeVisibleMs": { "n": 5, "p50": 1150, "p99": 3238, "max": 3238 },
-  "targets": {}
-}
-[02:00:01] written bench/out/search-x.json
 `;
 
 describe('bench table', () => {
@@ -78,20 +64,32 @@ describe('bench table', () => {
     ]);
   });
 
-  it("reads the search benchmark's final JSON object", () => {
-    const rows = parseSearch(SEARCH_OUT);
-    const endpoint = rows.find((r) => r.figure.startsWith('(c)'));
-    expect(endpoint).toMatchObject({ value: 20, baseline: 60, met: true });
-    expect(endpoint?.ratio).toBeCloseTo(1 / 3);
-    expect(rows.find((r) => r.figure.startsWith('index build'))).toMatchObject({
-      value: 12,
-      ratio: 1.2,
-      met: true,
-    });
-    expect(rows.find((r) => r.figure.startsWith('change visible'))).toMatchObject({
-      value: 3.238,
-      met: true,
-    });
+  it("reads the register benchmark's final JSON object, whatever came before it", () => {
+    const figures = {
+      bytesPerOrg: 650,
+      rebuildS: 300,
+      plainS: 100,
+      meiliPeakRssMiB: 4000,
+      p99Ms: 40,
+      pgP99Ms: 800,
+      maxMs: 250,
+      totalsWrong: 0,
+      renameP50Ms: 900,
+    };
+    const out = `register: 1000 Orgs\n{ not json\n${JSON.stringify({ registerBench: figures }, null, 2)}\n`;
+    const rows = parseRegister(out);
+    expect(rows.map((r) => [r.figure, r.value, r.met])).toEqual([
+      ['index bytes per Org', 650, true],
+      ['rebuild vs plain word index', 300, false],
+      ['Meilisearch peak RSS', 4000, true],
+      ['API search p99 (hard mix)', 40, true],
+      ['API search slowest', 250, false],
+      ['totals differing from brute force', 0, true],
+      ['rename searchable p50', 900, true],
+    ]);
+    expect(rows[1]?.ratio).toBe(3);
+    expect(rows[3]?.ratio).toBe(0.05);
+    expect(parseRegister('no figures at all')).toEqual([]);
   });
 
   it('leaves out what a benchmark did not print and renders one table', () => {

@@ -12,8 +12,10 @@ describe('configuration', () => {
       redisUrl: undefined,
       meiliUrl: undefined,
       adminToken: undefined,
+      meiliMaxIndexingMemory: '2 GiB',
     });
     expect(Object.isFrozen(c)).toBe(true);
+    expect(loadConfig({ MEILI_MAX_INDEXING_MEMORY: '512MiB' }).meiliMaxIndexingMemory).toBe('512MiB');
   });
 
   it('reads every variable', () => {
@@ -45,6 +47,8 @@ describe('configuration', () => {
     ['DOMAIN_SUFFIX', 'bad_suffix.test'],
     ['ADMIN_TOKEN', 'short'],
     ['LOG_LEVEL', 'loud'],
+    ['MEILI_MAX_INDEXING_MEMORY', 'lots'],
+    ['MEILI_MAX_INDEXING_MEMORY', '2 GiB; rm -rf /'],
   ])('refuses %s=%s with one message naming it', (variable, value) => {
     let caught: unknown;
     try {

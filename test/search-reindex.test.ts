@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMeiliClient, ensureOrgIndex } from '../shared/search/meili-client.js';
-import { pendingChanges, syncOutbox } from '../shared/search/org-sync.js';
-import { reindex } from '../shared/search/reindex.js';
-import { searchOrgs } from '../shared/search/search-orgs.js';
-import { driftCount, verifyIndex } from '../shared/search/verify.js';
+import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
+import { pendingChanges, syncOutbox } from '../search/org-sync.js';
+import { reindex } from '../search/reindex.js';
+import { searchOrgs } from '../search/search-orgs.js';
+import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
@@ -120,5 +120,6 @@ describe('bizdir reindex', () => {
     expect(drift.code).toBe(1);
     expect(drift.stdout).toContain(`missing: 1 (org ids ${victim.id})`);
     expect(drift.stderr).toMatch(/search index drift: 1/);
-  });
+    // Three `bizdir` processes, each starting Node and tsx: slow on a busy machine, not a hang.
+  }, 120_000);
 });

@@ -1,10 +1,10 @@
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMeiliClient, ensureOrgIndex } from '../shared/search/meili-client.js';
-import { foldName } from '../shared/search/org-document.js';
-import type { OrgSort } from '../shared/search/org-search.js';
-import { syncOutbox } from '../shared/search/org-sync.js';
-import { searchOrgs } from '../shared/search/search-orgs.js';
+import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
+import { foldName } from '../search/name-text.js';
+import type { OrgSort } from '../search/org-search.js';
+import { syncOutbox } from '../search/org-sync.js';
+import { searchOrgs } from '../search/search-orgs.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, renameOrg, type TestOrg } from './support/orgs.js';
@@ -117,8 +117,11 @@ describe('matching', () => {
     ['^', ['CARET^WORKS LTD']],
     ['t^w', ['CARET^WORKS LTD']],
     ['\\', ['BACK\\SLASH LTD']],
+    // A run of whitespace in the name or in q matches as one space.
     ['zebra  h', ['ZEBRA  HOLDINGS']],
-    ['zebra h', []],
+    ['zebra h', ['ZEBRA  HOLDINGS']],
+    ['zebra \t\n h', ['ZEBRA  HOLDINGS']],
+    ['zebrah', []],
     [
       ' ltd',
       [
@@ -194,7 +197,7 @@ describe('sorting and pages', () => {
     },
   );
 
-  it('sort=relevance: domain or whole name, then name prefix, then word start, then anywhere; ties by domain', async () => {
+  it('sort=relevance: domain or whole name, then names starting with q, then the other matches; ties by domain', async () => {
     const ids = (...names: string[]) =>
       orgs
         .filter((o) => names.includes(o.name))

@@ -1,16 +1,16 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
-import { badRequest, serviceUnavailable } from '../../shared/errors.js';
 import {
   createMeiliClient,
   ensureOrgIndex,
   INDEXING_TIMEOUT_MS,
   meiliConnectionOf,
   SearchUnavailableError,
-} from '../../shared/search/meili-client.js';
-import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../shared/search/org-search.js';
-import { searchOrgs } from '../../shared/search/search-orgs.js';
+} from '../../search/meili-client.js';
+import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/org-search.js';
+import { searchOrgs } from '../../search/search-orgs.js';
+import { badRequest, serviceUnavailable } from '../../shared/errors.js';
 import { findOrgsByIds } from '../read-models/org.read-model.js';
 import { ApiKeyQuery, meteredErrors, RequestMetaSchema } from '../schemas/common.schema.js';
 import { OrgSchema } from '../schemas/org.schema.js';

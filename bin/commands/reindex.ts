@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { openProducerQueue } from '../../jobs/queue.js';
+import { createMeiliClient, INDEXING_TIMEOUT_MS } from '../../search/meili-client.js';
+import { syncOutbox } from '../../search/org-sync.js';
+import { reindex } from '../../search/reindex.js';
+import { driftCount, verifyIndex } from '../../search/verify.js';
 import { createDb } from '../../shared/db.js';
-import { createMeiliClient, INDEXING_TIMEOUT_MS } from '../../shared/search/meili-client.js';
-import { syncOutbox } from '../../shared/search/org-sync.js';
-import { reindex } from '../../shared/search/reindex.js';
-import { driftCount, verifyIndex } from '../../shared/search/verify.js';
 import {
   CliError,
   cliConfig,

@@ -3,10 +3,10 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { startMeiliServer } from '../search/meili-server.js';
 import { isAlive, stopProcessesUsing } from './child-process.js';
 import { type EmbeddedService, startEmbeddedPostgres } from './embedded-postgres.js';
 import { startEmbeddedRedis } from './embedded-redis.js';
+import { startMeiliServer } from './meili-server.js';
 import { removeRunning, writeRunning } from './running.js';
 
 export class StartLockedError extends Error {
@@ -81,6 +81,7 @@ export async function startLocalServices(config: Config, log: Logger): Promise<L
         startMeiliServer({
           dataDir: meiliDir,
           masterKey,
+          maxIndexingMemory: config.meiliMaxIndexingMemory,
           log: (line) => log.debug({ component: 'meilisearch' }, line),
         }).then((m) => ({
           name: 'meilisearch',

@@ -3,12 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Meilisearch } from 'meilisearch';
 import { inject } from 'vitest';
-import {
-  createMeiliClient,
-  INDEXING_TIMEOUT_MS,
-  type MeiliConnection,
-} from '../../shared/search/meili-client.js';
-import { type MeiliServer, startMeiliServer } from '../../shared/search/meili-server.js';
+import { createMeiliClient, INDEXING_TIMEOUT_MS, type MeiliConnection } from '../../search/meili-client.js';
+import { type MeiliServer, startMeiliServer } from '../../shared/services/meili-server.js';
 import { uniqueSuffix } from './env.js';
 
 declare module 'vitest' {

@@ -1,6 +1,7 @@
 import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../db.js';
-import { foldName } from './org-document.js';
+import type { Db } from '../shared/db.js';
+import { indexFormat } from './meili-client.js';
+import { foldName, nameSortKey } from './name-text.js';
 
 /**
  * Drift between Postgres and the live index: Orgs missing from the index, index entries with no
@@ -42,6 +43,9 @@ async function indexEntries(meili: Meilisearch, indexUid: string): Promise<Map<n
 }
 
 export async function verifyIndex(db: Db, meili: Meilisearch, indexUid: string): Promise<DriftReport> {
+  // A v1 index (before `bizdir reindex` upgraded it) stores the folded name itself.
+  const nameKey =
+    (await indexFormat(meili, indexUid)) === 1 ? foldName : (name: string) => nameSortKey(foldName(name));
   const docs = await indexEntries(meili, indexUid);
   const report: DriftReport = {
     orgs: 0,
@@ -69,7 +73,7 @@ export async function verifyIndex(db: Db, meili: Meilisearch, indexUid: string):
     for (const row of rows) {
       const doc = docs.get(row.id);
       if (!doc) note('missing', row.id);
-      else if (doc.v !== row.version_number || doc.n !== foldName(row.name)) note('stale', row.id);
+      else if (doc.v !== row.version_number || doc.n !== nameKey(row.name)) note('stale', row.id);
       docs.delete(row.id);
     }
   }

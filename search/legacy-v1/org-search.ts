@@ -1,5 +1,6 @@
 import type { Meilisearch, SearchParams } from 'meilisearch';
-import { meiliCall } from './meili-client.js';
+import { meiliCall } from '../meili-client.js';
+import type { OrgSearchPage, OrgSearchQuery } from '../org-search.js';
 import { bucketOf, encodeQuery, queryCodes } from './org-document.js';
 
 /**
@@ -8,26 +9,7 @@ import { bucketOf, encodeQuery, queryCodes } from './org-document.js';
  * exact and `estimatedTotalHits` of a placeholder search is the exact count (maxTotalHits is above
  * any register size). Results are ids only: the API reads the Orgs from Postgres.
  */
-export const ORG_SORTS = ['name', '-name', 'updated', '-updated', 'relevance'] as const;
-export type OrgSort = (typeof ORG_SORTS)[number];
-
-export const MAX_Q_LENGTH = 200;
-export const MAX_WINDOW = 10_000;
-
-export interface OrgSearchQuery {
-  /** The raw term; empty lists every Org. */
-  q: string;
-  sort: OrgSort;
-  limit: number;
-  offset: number;
-  /** Orgs whose stable or public domain (old labels included) equals q, found in Postgres. */
-  domainOrgIds: readonly number[];
-}
-
-export interface OrgSearchPage {
-  ids: number[];
-  total: number;
-}
+type OrgSort = OrgSearchQuery['sort'];
 
 const SORT_RULES: Record<Exclude<OrgSort, 'relevance'>, string[]> = {
   name: ['n:asc', 'd:asc'],
@@ -80,7 +62,7 @@ function hitIds(hits: readonly Record<string, unknown>[]): number[] {
   return hits.map((h) => Number(h.id));
 }
 
-export async function searchOrgIds(
+export async function searchV1OrgIds(
   meili: Meilisearch,
   indexUid: string,
   query: OrgSearchQuery,

@@ -1,3 +1,4 @@
+import type { Settings } from 'meilisearch';
 import {
   type EnqueuedTaskPromise,
   Meilisearch,
@@ -5,8 +6,14 @@ import {
   MeilisearchError,
   type Task,
 } from 'meilisearch';
-import { type Config, LOCAL_DEFAULTS } from '../config.js';
-import { ORG_INDEX_PRIMARY_KEY, ORG_INDEX_SETTINGS, REQUIRED_FEATURES } from './index-definition.js';
+import { type Config, LOCAL_DEFAULTS } from '../shared/config.js';
+import {
+  ORG_INDEX_FORMAT,
+  ORG_INDEX_PRIMARY_KEY,
+  ORG_INDEX_SETTINGS,
+  REQUIRED_FEATURES,
+} from './index-definition.js';
+import { V1_SEARCHABLE } from './legacy-v1/index-settings.js';
 
 /**
  * Meilisearch clients with bounded requests. Queries get a short timeout so an unreachable or
@@ -63,7 +70,10 @@ export class MeiliTaskFailedError extends Error {
 
 /** Waits for an enqueued task and throws unless it succeeded: callers mark work done only after this. */
 export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = 300_000): Promise<Task> {
-  const task = await enqueued.waitTask({ timeout: timeoutMs, interval: 100 });
+  // Short tasks are polled often (a change should be searchable quickly); long ones (a rebuild's
+  // settings, minutes) once a second: each poll leaves a listener on the wait's abort signal.
+  const interval = timeoutMs > 300_000 ? 1_000 : 100;
+  const task = await enqueued.waitTask({ timeout: timeoutMs, interval });
   if (task.status !== 'succeeded') {
     throw new MeiliTaskFailedError(
       `Meilisearch task ${task.uid} (${task.type}) ${task.status}: ${task.error?.message ?? 'no reason given'}`,
@@ -82,11 +92,29 @@ export async function indexExists(client: Meilisearch, uid: string): Promise<boo
   }
 }
 
+export type IndexFormat = 1 | typeof ORG_INDEX_FORMAT;
+
+/** The document format of an existing index (by its searchable attribute), or null when it does not exist. */
+export async function indexFormat(client: Meilisearch, uid: string): Promise<IndexFormat | null> {
+  try {
+    const searchable = await client.index(uid).getSearchableAttributes();
+    return searchable.length === 1 && searchable[0] === V1_SEARCHABLE ? 1 : ORG_INDEX_FORMAT;
+  } catch (error) {
+    if (error instanceof MeilisearchApiError && error.response.status === 404) return null;
+    throw error;
+  }
+}
+
 /**
  * Creates the index when missing and applies the declared settings (a no-op task when they are
- * already in place). Used at start-up for the live index and by reindex for each new index.
+ * already in place). Used at start-up for the live index and by reindex for each new index. An
+ * index of the old format is left as it is: it keeps serving until `bizdir reindex` replaces it.
  */
-export async function ensureOrgIndex(client: Meilisearch, uid: string): Promise<void> {
+export async function ensureOrgIndex(
+  client: Meilisearch,
+  uid: string,
+  settings: Settings = ORG_INDEX_SETTINGS,
+): Promise<IndexFormat> {
   await client.updateExperimentalFeatures(REQUIRED_FEATURES);
   if (!(await indexExists(client, uid))) {
     const task = await client.createIndex(uid, { primaryKey: ORG_INDEX_PRIMARY_KEY }).waitTask();
@@ -94,8 +122,11 @@ export async function ensureOrgIndex(client: Meilisearch, uid: string): Promise<
     if (task.status === 'failed' && task.error?.code !== 'index_already_exists') {
       throw new MeiliTaskFailedError(`creating index ${uid} failed: ${task.error?.message}`);
     }
+  } else if ((await indexFormat(client, uid)) === 1) {
+    return 1;
   }
-  await succeeded(client.index(uid).updateSettings(ORG_INDEX_SETTINGS));
+  await succeeded(client.index(uid).updateSettings(settings));
+  return ORG_INDEX_FORMAT;
 }
 
 /** Where Meilisearch is for this process: configured, else the local default. */

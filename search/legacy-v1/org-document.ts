@@ -15,10 +15,9 @@
  * exactly when "q is a prefix of the suffix".
  */
 
-/** Case folding used for matching: canonical composition, then Unicode lower case. Accents stay. */
-export function foldName(text: string): string {
-  return text.normalize('NFC').toLowerCase();
-}
+import { foldName } from '../name-text.js';
+
+export { foldName };
 
 /** Short escapes for the characters company names use most. */
 const SHORT: Record<string, string> = {
@@ -156,7 +155,7 @@ export interface OrgRowForIndex {
   version_number: number;
 }
 
-export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
+export function toV1OrgDocument(row: OrgRowForIndex): OrgDocument {
   const keys = nameKeys(row.name);
   return {
     id: row.id,

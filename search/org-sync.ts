@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../db.js';
-import { succeeded } from './meili-client.js';
-import { type OrgDocument, toOrgDocument } from './org-document.js';
+import type { Db } from '../shared/db.js';
+import { type IndexFormat, indexFormat, succeeded } from './meili-client.js';
+import { documentsFor, type OrgRowForIndex } from './org-document.js';
 
 /**
  * Brings the search index up to date with the Org changes queued in search_outbox (written by the
@@ -47,27 +47,29 @@ interface OutboxRow {
 }
 
 /** Reads the current index state of the given Orgs; ids with no row are gone from Postgres. */
-export async function readOrgDocuments(
+export async function readOrgRows(
   db: Db,
   ids: readonly number[],
-): Promise<{ docs: OrgDocument[]; gone: number[] }> {
+): Promise<{ rows: OrgRowForIndex[]; gone: number[] }> {
   const rows = await db
     .selectFrom('orgs')
     .select(['id', 'uid', 'name', 'version_number', sql<Date>`updated`.as('updated')])
     .where('id', '=', sql<number>`any(${ids}::bigint[])`)
     .execute();
   const found = new Set(rows.map((r) => r.id));
-  return { docs: rows.map(toOrgDocument), gone: ids.filter((id) => !found.has(id)) };
+  return { rows, gone: ids.filter((id) => !found.has(id)) };
 }
 
-/** Posts documents (and removals) to one index; resolves when Meilisearch applied them. */
+/** Posts documents (and removals) to one index of the given format; resolves when Meilisearch applied them. */
 export async function writeDocuments(
   meili: Meilisearch,
   indexUid: string,
-  docs: OrgDocument[],
+  format: IndexFormat,
+  rows: readonly OrgRowForIndex[],
   gone: number[],
 ): Promise<void> {
-  const index = meili.index<OrgDocument>(indexUid);
+  const index = meili.index(indexUid);
+  const docs = documentsFor(format, rows);
   const waits: Promise<unknown>[] = [];
   if (docs.length > 0) waits.push(succeeded(index.addDocuments(docs, { primaryKey: 'id' })));
   if (gone.length > 0) waits.push(succeeded(index.deleteDocuments(gone)));
@@ -151,6 +153,8 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
     let batches = 0;
     let lastSeq = 0;
     const inFlight: Batch[] = [];
+    // Read under the lock: a rebuild swaps formats only while holding it.
+    const format = (await indexFormat(deps.meili, deps.indexUid)) ?? 2;
     const settleOldest = async () => {
       const batch = inFlight.shift()!;
       await batch.done;
@@ -164,8 +168,8 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
         if (rows.length === 0) break;
         lastSeq = rows[rows.length - 1]!.seq;
         const ids = [...new Set(rows.flatMap((r) => r.org_ids))];
-        const { docs, gone } = await readOrgDocuments(deps.db, ids);
-        const done = writeDocuments(deps.meili, deps.indexUid, docs, gone);
+        const { rows: orgRows, gone } = await readOrgRows(deps.db, ids);
+        const done = writeDocuments(deps.meili, deps.indexUid, format, orgRows, gone);
         // Observed later by settleOldest; this keeps an early failure from being "unhandled".
         done.catch(() => {});
         inFlight.push({ seqs: rows.map((r) => r.seq), ids, done, removed: gone.length });

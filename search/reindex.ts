@@ -1,9 +1,13 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../db.js';
+import type { Db } from '../shared/db.js';
+import { ORG_INDEX_FORMAT, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from './index-definition.js';
 import { ensureOrgIndex, indexExists, succeeded } from './meili-client.js';
 import { toOrgDocument } from './org-document.js';
-import { readOrgDocuments, withIndexerLock, writeDocuments } from './org-sync.js';
+import { readOrgRows, withIndexerLock, writeDocuments } from './org-sync.js';
+
+/** Building the sort and filter structures of a full register takes a while. */
+const SETTINGS_TIMEOUT_MS = 4 * 60 * 60 * 1000;
 
 /**
  * Zero-downtime rebuild: a fresh index is filled from Postgres while the live one keeps serving
@@ -101,7 +105,9 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
   const log = deps.log ?? (() => {});
   // The live index must exist for the swap; a first run swaps with an empty one.
   await ensureOrgIndex(deps.meili, deps.indexUid);
-  await ensureOrgIndex(deps.meili, target);
+  // The new index starts with the words only; filters and sorts are built once, after the bulk load
+  // (cheaper than maintaining them document batch by document batch).
+  await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
   await withIndexerLock(deps.db, true, async () => {
     await clearStaleRebuilds(deps);
     await deps.db.insertInto('search_reindex').values({ target }).execute();
@@ -109,7 +115,9 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
   log(`building ${target}`);
   try {
     const documents = await bulkLoad(deps, target, options);
-    log(`loaded ${documents} Orgs; replaying changes and swapping`);
+    log(`loaded ${documents} Orgs; building sorts and filters`);
+    await succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS);
+    log('replaying changes and swapping');
     const swapped = await withIndexerLock(deps.db, true, async () => {
       // A later `reindex` clears older registrations (and their indexes): never swap a stale build in.
       const mine = await deps.db
@@ -125,8 +133,8 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
         .execute();
       const ids = [...new Set(replay.flatMap((r) => r.org_ids.map(Number)))];
       for (let i = 0; i < ids.length; i += 20_000) {
-        const { docs, gone } = await readOrgDocuments(deps.db, ids.slice(i, i + 20_000));
-        await writeDocuments(deps.meili, target, docs, gone);
+        const { rows, gone } = await readOrgRows(deps.db, ids.slice(i, i + 20_000));
+        await writeDocuments(deps.meili, target, ORG_INDEX_FORMAT, rows, gone);
       }
       await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
       await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();

@@ -1,0 +1,458 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { Meilisearch } from 'meilisearch';
+import pg from 'pg';
+import { createAccount } from '../api/accounts/account.service.js';
+import { buildApp } from '../api/app.js';
+import { ensureOrgIndex, succeeded } from '../search/meili-client.js';
+import { foldName } from '../search/name-text.js';
+import { pendingChanges } from '../search/org-sync.js';
+import { reindex } from '../search/reindex.js';
+import { loadConfig } from '../shared/config.js';
+import { createDb, migrateToLatest } from '../shared/db.js';
+import { freePort, startMeiliServer } from '../shared/services/meili-server.js';
+import { prng } from './org-names.js';
+import { describeNames, generateRegister } from './register/generate.js';
+import { coined } from './register/names.js';
+
+/**
+ * The whole register through the real pipeline, then the search on it:
+ *
+ *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--skip-rebuild]
+ *
+ * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
+ * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
+ * waits until every Org is searchable, then measures: index bytes per Org (Meilisearch /stats),
+ * Meilisearch peak RSS, a full rebuild against a plain word index of the same names (same run),
+ * the hard query mix through the API (auth and credits) with every total checked against a brute
+ * force count, the same mix on pg_trgm, and how long a rename takes to become searchable.
+ * Everything runs on its own database, queue prefix and Meilisearch (data under /tmp).
+ */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(`--${name}`);
+const opt = (name: string, fallback: number) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const ORGS = opt('orgs', 1_000_000);
+const PARTS = opt('parts', 1);
+const QUERIES = opt('queries', 600);
+const INDEXING_MEMORY = process.env.BENCH_MEILI_INDEXING_MEMORY ?? '2 GiB';
+const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const tag = `${process.pid}_${Date.now().toString(36)}`;
+const dbName = `bizdir_register_${tag}`;
+const dbUrl = (() => {
+  const u = new URL(ADMIN);
+  u.pathname = `/${dbName}`;
+  return u.toString();
+})();
+const prefix = `bizdir-register-${tag}`;
+const INDEX = `orgs_${tag}`;
+const MEILI_DIR = `/tmp/bizdir-register-meili-${tag}`;
+
+const s = (ms: number) => (ms / 1000).toFixed(1);
+const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const results: [string, string][] = [];
+/** The figures as numbers, printed last as one JSON object (bench-table.ts reads it). */
+const figures: Record<string, number> = {};
+function report(label: string, value: string) {
+  results.push([label, value]);
+  console.log(`${label}: ${value}`);
+}
+
+async function admin(sqlText: string) {
+  const c = new pg.Client({ connectionString: ADMIN });
+  await c.connect();
+  try {
+    await c.query(sqlText);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Resident memory of a process: peak (VmHWM), and the current anonymous and file-backed parts. */
+function memory(pid: number): { peak: number; anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
+  return { peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
+}
+
+class MemoryWatch {
+  peakAnon = 0;
+  peakFile = 0;
+  peakTotal = 0;
+  private timer: NodeJS.Timeout;
+  constructor(private readonly pid: number) {
+    this.timer = setInterval(() => this.sample(), 500);
+  }
+  sample() {
+    const m = memory(this.pid);
+    this.peakAnon = Math.max(this.peakAnon, m.anon);
+    this.peakFile = Math.max(this.peakFile, m.file);
+    this.peakTotal = Math.max(this.peakTotal, m.anon + m.file);
+  }
+  stop() {
+    clearInterval(this.timer);
+    this.sample();
+  }
+}
+
+function bizdir(cmd: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'bin/bizdir.ts', ...cmd], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+async function waitExit(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+}
+
+/** The hard mix: every kind of term, every sort, shallow and deep pages (fixed seed). */
+function queryMix(names: readonly string[], count: number) {
+  const rand = prng(42);
+  const pickName = () => names[Math.floor(rand() * names.length)]!;
+  const words = () =>
+    pickName()
+      .split(' ')
+      .filter((w) => w.length >= 2);
+  const kinds: (() => string)[] = [
+    () => pickWord(),
+    () => pickWord().slice(0, 2 + Math.floor(rand() * 4)),
+    () => {
+      const w = longWord();
+      const len = 3 + Math.floor(rand() * 4);
+      const at = 1 + Math.floor(rand() * Math.max(1, w.length - len - 1));
+      return w.slice(at, at + len);
+    },
+    () => {
+      const n = pickName();
+      const sp = n.indexOf(' ');
+      return sp > 1
+        ? n.slice(Math.max(0, sp - 1 - Math.floor(rand() * 3)), sp + 2 + Math.floor(rand() * 3))
+        : n;
+    },
+    () => 'abcdefghijklmnoprstuwy'[Math.floor(rand() * 22)]!,
+    () => pickWord().slice(0, 2),
+    () => ['limited', 'ltd', 'services', 'e', 'holdings', 'uk', ' ltd', 'property'][Math.floor(rand() * 8)]!,
+    () => pickName(),
+    () => `${coined(50_000_000 + Math.floor(rand() * 1e6))}`.toLowerCase(),
+    () => `zq${Math.floor(rand() * 1e6)}x`,
+  ];
+  function pickWord() {
+    const w = words();
+    return (w[Math.floor(rand() * w.length)] ?? 'ltd').toLowerCase();
+  }
+  function longWord() {
+    for (let i = 0; i < 20; i++) {
+      const w = pickWord();
+      if (w.length >= 6) return w;
+    }
+    return 'limited';
+  }
+  const sorts = ['name', '-name', 'updated', '-updated', 'relevance'];
+  const offsets = [0, 100, 9_900];
+  return Array.from({ length: count }, (_, i) => ({
+    q: kinds[i % kinds.length]!().toLowerCase(),
+    sort: sorts[Math.floor(i / kinds.length) % sorts.length]!,
+    offset: offsets[Math.floor(i / (kinds.length * sorts.length)) % offsets.length]!,
+  }));
+}
+
+async function main() {
+  const t0 = Date.now();
+  const reg = await generateRegister({ orgs: ORGS, parts: PARTS, dir: '/tmp/bizdir-register' });
+  const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
+  const shape = describeNames(names);
+  report(
+    'register',
+    `${ORGS} Orgs in ${PARTS} part(s), ${shape.distinctWords} distinct words, mean name ${shape.meanLength.toFixed(1)} chars (generated/cached in ${s(Date.now() - t0)} s)`,
+  );
+
+  mkdirSync(MEILI_DIR, { recursive: true });
+  const meiliServer = await startMeiliServer({
+    dataDir: MEILI_DIR,
+    masterKey: `bench-${tag}-master-key`,
+    maxIndexingMemory: INDEXING_MEMORY,
+  });
+  const meiliPid = meiliServer.process.pid!;
+  const meili = new Meilisearch({ host: meiliServer.url, apiKey: meiliServer.masterKey, timeout: 600_000 });
+  await admin(`create database ${dbName}`);
+  const { db, close } = createDb(dbUrl, { max: 4 });
+  const env = {
+    DATABASE_URL: dbUrl,
+    REDIS_URL: REDIS,
+    QUEUE_PREFIX: prefix,
+    MEILI_URL: meiliServer.url,
+    MEILI_MASTER_KEY: meiliServer.masterKey,
+    MEILI_INDEX: INDEX,
+  };
+  let worker: ChildProcess | undefined;
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  const watch = new MemoryWatch(meiliPid);
+  try {
+    await migrateToLatest(db);
+    await ensureOrgIndex(meili, INDEX);
+    worker = bizdir(['worker'], env);
+
+    // Import, then wait for the index to catch up.
+    let t = Date.now();
+    const code = await waitExit(bizdir(['import', 'registrar', ...reg.files, '--wait'], env));
+    if (code !== 0) throw new Error(`import exited ${code}`);
+    const importMs = Date.now() - t;
+    report('import', `${s(importMs)} s, ${Math.round(ORGS / (importMs / 1000))} rows/s`);
+    figures.orgs = ORGS;
+    figures.importRowsPerS = Math.round(ORGS / (importMs / 1000));
+    for (;;) {
+      const pending = await pendingChanges(db);
+      const stats = await meili.index(INDEX).getStats();
+      if (pending === 0 && !stats.isIndexing && stats.numberOfDocuments === ORGS) break;
+      await sleep(1000);
+    }
+    report(
+      'searchable',
+      `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - importMs)} s after it ended)`,
+    );
+    const live = await meili.getStats();
+    figures.bytesPerOrgAfterSync = Math.round(live.databaseSize / ORGS);
+    report(
+      'index size after sync',
+      `${mb(live.databaseSize)} MiB on disk, ${(live.databaseSize / ORGS).toFixed(0)} B/Org (used ${(live.usedDatabaseSize / ORGS).toFixed(0)} B/Org)`,
+    );
+    watch.sample();
+    report(
+      'Meilisearch RSS after sync',
+      `peak ${mb(memory(meiliPid).peak)} MiB (anon peak ${mb(watch.peakAnon)}, file-backed peak ${mb(watch.peakFile)})`,
+    );
+
+    // API with auth and credits, in this process.
+    const config = loadConfig({ ...env, DOMAIN_SUFFIX: 'bizdir.bench', LOG_LEVEL: 'silent' });
+    app = await buildApp({ config });
+    const port = await freePort();
+    await app.listen({ host: '127.0.0.1', port });
+    const account = await createAccount(db, {
+      name: 'bench',
+      credits: 100_000_000,
+      anchorDate: '2026-01-01',
+    });
+    const base = `http://127.0.0.1:${port}/v1/org/search`;
+    const ask = async (q: string, sort: string, offset: number) => {
+      const url = `${base}?q=${encodeURIComponent(q)}&sort=${sort}&offset=${offset}&limit=20&api_key=${account.api_key}`;
+      const started = performance.now();
+      const res = await fetch(url);
+      const body = (await res.json()) as { orgs?: { total: number } };
+      if (res.status !== 200) throw new Error(`${url}: ${res.status} ${JSON.stringify(body)}`);
+      return { ms: performance.now() - started, total: body.orgs?.total ?? -1 };
+    };
+
+    // The mix, with every total against brute force over the generated names.
+    const folded = names.map(foldName);
+    const truth = new Map<string, number>();
+    const mix = queryMix(names, QUERIES);
+    for (const m of mix.slice(0, 20)) await ask(m.q, m.sort, m.offset); // warm-up
+    const lat: number[] = [];
+    let wrong = 0;
+    const slowest: { ms: number; q: string; sort: string; offset: number }[] = [];
+    for (const m of mix) {
+      const r = await ask(m.q, m.sort, m.offset);
+      lat.push(r.ms);
+      slowest.push({ ms: r.ms, ...m });
+      const f = foldName(m.q);
+      if (!truth.has(f))
+        truth.set(
+          f,
+          folded.reduce((n, name) => n + (name.includes(f) ? 1 : 0), 0),
+        );
+      if (truth.get(f) !== r.total) {
+        wrong++;
+        console.log(
+          `  total differs: q=${JSON.stringify(m.q)} api ${r.total} vs brute force ${truth.get(f)}`,
+        );
+      }
+    }
+    lat.sort((a, b) => a - b);
+    const apiP99 = pct(lat, 99);
+    report(
+      'API search (mix)',
+      `${mix.length} queries, ${truth.size} distinct terms: p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${apiP99.toFixed(1)} ms, max ${lat[lat.length - 1]!.toFixed(1)} ms`,
+    );
+    report('totals differing from brute force', String(wrong));
+    figures.p50Ms = pct(lat, 50);
+    figures.p99Ms = apiP99;
+    figures.maxMs = lat[lat.length - 1]!;
+    figures.totalsWrong = wrong;
+    slowest.sort((a, b) => b.ms - a.ms);
+    console.log(
+      `  slowest: ${slowest
+        .slice(0, 5)
+        .map((x) => `${x.ms.toFixed(0)} ms q=${JSON.stringify(x.q)} sort=${x.sort} offset=${x.offset}`)
+        .join('; ')}`,
+    );
+
+    // A rename becomes searchable (through the outbox and the worker's index job).
+    const renames: number[] = [];
+    const ids = await db.selectFrom('orgs').select('id').orderBy('id').limit(20).execute();
+    for (const [i, { id }] of ids.entries()) {
+      const token = `renamed${coined(9_000_000 + i).toLowerCase()}`;
+      const started = Date.now();
+      await db
+        .updateTable('orgs')
+        .set({ name: `${token.toUpperCase()} ${i} LTD` })
+        .where('id', '=', id)
+        .execute();
+      for (;;) {
+        if ((await ask(token, 'name', 0)).total === 1) break;
+        if (Date.now() - started > 60_000) throw new Error('rename not searchable after 60 s');
+        await sleep(50);
+      }
+      renames.push(Date.now() - started);
+    }
+    renames.sort((a, b) => a - b);
+    figures.renameP50Ms = pct(renames, 50);
+    report(
+      'rename searchable',
+      `p50 ${pct(renames, 50)} ms, max ${renames[renames.length - 1]} ms (${renames.length} renames)`,
+    );
+
+    if (!flag('skip-rebuild')) {
+      // Plain word index of the same names, then the real rebuild, in the same run.
+      const plain = `plain_${tag}`;
+      t = Date.now();
+      await succeeded(meili.createIndex(plain, { primaryKey: 'id' }));
+      const rows = await db.selectFrom('orgs').select(['id', 'name']).orderBy('id').execute();
+      const inFlight: Promise<unknown>[] = [];
+      for (let i = 0; i < rows.length; i += 20_000) {
+        inFlight.push(succeeded(meili.index(plain).addDocuments(rows.slice(i, i + 20_000)), 4 * 3_600_000));
+        if (inFlight.length >= 4) await inFlight.shift();
+      }
+      await Promise.all(inFlight);
+      const plainMs = Date.now() - t;
+      const withPlain = await meili.getStats();
+      const plainBytes = withPlain.databaseSize - live.databaseSize;
+      await succeeded(meili.deleteIndex(plain));
+      report('plain word index', `${s(plainMs)} s (about ${(plainBytes / ORGS).toFixed(0)} B/Org on disk)`);
+
+      const before = (await meili.getStats()).databaseSize;
+      let peakDisk = before;
+      const diskTimer = setInterval(() => {
+        meili.getStats().then(
+          (st) => {
+            peakDisk = Math.max(peakDisk, st.databaseSize);
+          },
+          () => {},
+        );
+      }, 2_000);
+      t = Date.now();
+      await reindex({ db, meili, indexUid: INDEX });
+      clearInterval(diskTimer);
+      const rebuildMs = Date.now() - t;
+      figures.rebuildS = rebuildMs / 1000;
+      figures.plainS = plainMs / 1000;
+      report(
+        'rebuild',
+        `${s(rebuildMs)} s = ${(rebuildMs / plainMs).toFixed(2)}x the plain word index (same run)`,
+      );
+      report(
+        'rebuild extra disk',
+        `${mb(peakDisk - before)} MiB peak (${((peakDisk - before) / ORGS).toFixed(0)} B/Org) against ${mb(before)} MiB before`,
+      );
+      const after = await meili.getStats();
+      figures.bytesPerOrg = Math.round(after.databaseSize / ORGS);
+      figures.rebuildExtraBytesPerOrg = Math.round((peakDisk - before) / ORGS);
+      report(
+        'index size after rebuild',
+        `${(after.databaseSize / ORGS).toFixed(0)} B/Org (used ${(after.usedDatabaseSize / ORGS).toFixed(0)} B/Org)`,
+      );
+    }
+    watch.stop();
+    figures.meiliPeakRssMiB = Math.round(memory(meiliPid).peak / 2 ** 20);
+    report(
+      'Meilisearch peak RSS',
+      `${mb(memory(meiliPid).peak)} MiB (VmHWM; sampled peaks: anon ${mb(watch.peakAnon)} MiB, file-backed ${mb(watch.peakFile)} MiB, max indexing memory ${INDEXING_MEMORY})`,
+    );
+
+    if (!flag('skip-pg')) {
+      // The same mix on pg_trgm: a GIN trigram index on the same folded expression.
+      const expr = `lower(regexp_replace(name, '\\s+', ' ', 'g'))`;
+      t = Date.now();
+      await pg_(dbUrl, 'create extension if not exists pg_trgm');
+      await pg_(dbUrl, `create index orgs_name_trgm on orgs using gin ((${expr}) gin_trgm_ops)`);
+      await pg_(dbUrl, 'analyze orgs');
+      console.log(`  pg_trgm index built in ${s(Date.now() - t)} s`);
+      const order: Record<string, string> = {
+        name: `${expr} collate "C", uid`,
+        '-name': `${expr} collate "C" desc, uid`,
+        updated: 'updated, uid',
+        '-updated': 'updated desc, uid',
+        relevance: 'uid',
+      };
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      await client.query(`set statement_timeout = '60s'`);
+      const pgLat: number[] = [];
+      try {
+        for (const m of mix) {
+          const like = `%${foldName(m.q).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+          const started = performance.now();
+          await client.query(`select count(*) from orgs where ${expr} like $1`, [like]);
+          await client.query(
+            `select id from orgs where ${expr} like $1 order by ${order[m.sort]} offset $2 limit 20`,
+            [like, m.offset],
+          );
+          pgLat.push(performance.now() - started);
+        }
+      } finally {
+        await client.end();
+      }
+      pgLat.sort((a, b) => a - b);
+      figures.pgP99Ms = pct(pgLat, 99);
+      report(
+        'pg_trgm (same mix, count + page)',
+        `p50 ${pct(pgLat, 50).toFixed(1)} ms, p99 ${pct(pgLat, 99).toFixed(1)} ms, max ${pgLat[pgLat.length - 1]!.toFixed(1)} ms; API is ${(pct(pgLat, 99) / apiP99).toFixed(1)}x faster at p99`,
+      );
+    }
+    console.log('\n| measure | figure |\n|---|---|');
+    for (const [k, v] of results) console.log(`| ${k} | ${v} |`);
+    console.log(JSON.stringify({ registerBench: figures }, null, 2));
+  } finally {
+    watch.stop();
+    await app?.close().catch(() => {});
+    if (worker) {
+      worker.kill('SIGTERM');
+      await waitExit(worker);
+    }
+    await close();
+    await admin(`drop database if exists ${dbName} with (force)`);
+    await meiliServer.stop();
+    const redis = new Redis(REDIS);
+    for (let cursor = '0'; ; ) {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+    redis.disconnect();
+    if (!flag('keep')) rmSync(MEILI_DIR, { recursive: true, force: true });
+  }
+}
+
+async function pg_(url: string, text: string) {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(text);
+  } finally {
+    await c.end();
+  }
+}
+
+await main();

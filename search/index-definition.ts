@@ -1,0 +1,53 @@
+import type { Settings } from 'meilisearch';
+
+/**
+ * The Org index, declared once: applied at start-up (ensureOrgIndex) and to every index a
+ * reindex builds, so the live index and a rebuilt one can never differ in settings.
+ *
+ * Documents are small (org-document.ts): the name's trigram words (`g`, the only searchable
+ * field), its suspect links (`l`), and the sort keys. Meilisearch
+ * only has to intersect word bitmaps and sort: typo tolerance is off, proximity is kept per
+ * attribute only (no word-pair database: the phrase of a term's trigrams means "all of them"),
+ * and the only ranking rule is the sort. `maxTotalHits` is above any register size so
+ * `estimatedTotalHits` is the exact size of the candidate set.
+ */
+export const ORG_INDEX_PRIMARY_KEY = 'id';
+
+/** Bumped when the document shape changes; an index of another format needs `bizdir reindex`. */
+export const ORG_INDEX_FORMAT = 2;
+
+const equalityOnly = { facetSearch: false, filter: { equality: true, comparison: false } } as const;
+
+/** What the index needs to be searched and synced; the sort and filter structures come after a bulk load. */
+export const ORG_INDEX_LOAD_SETTINGS: Settings = {
+  searchableAttributes: ['g'],
+  displayedAttributes: ['id', 'd', 'v', 'n'],
+  rankingRules: ['sort'],
+  typoTolerance: { enabled: false },
+  proximityPrecision: 'byAttribute',
+  prefixSearch: 'indexingTime',
+  facetSearch: false,
+  pagination: { maxTotalHits: 100_000_000 },
+  faceting: { maxValuesPerFacet: 1 },
+  stopWords: [],
+  synonyms: {},
+};
+
+export const ORG_INDEX_SETTINGS: Settings = {
+  ...ORG_INDEX_LOAD_SETTINGS,
+  filterableAttributes: [
+    { attributePatterns: ['l', 'id'], features: equalityOnly },
+    // The name key: "equals" and "starts with" for sort=relevance.
+    {
+      attributePatterns: ['n'],
+      features: { facetSearch: false, filter: { equality: true, comparison: true } },
+    },
+  ],
+  sortableAttributes: ['n', 'u', 'd'],
+};
+
+/** A filter true of every document of this format and refused by an index of the old one. */
+export const FORMAT_PROBE = 'NOT l = "-"';
+
+/** Meilisearch experimental features the queries rely on (the v1 format's `STARTS WITH`). */
+export const REQUIRED_FEATURES = { containsFilter: true } as const;

@@ -1,0 +1,233 @@
+import type { Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
+import { FORMAT_PROBE } from './index-definition.js';
+import { meiliCall } from './meili-client.js';
+import { foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
+
+/**
+ * Org search against the index: which Org ids match a term, in which order, and how many.
+ *
+ * A term becomes a Meilisearch query over the names' trigram words (name-text.ts). The answer of
+ * that query can hold a few false candidates; they all carry one of the term's links, so they are
+ * found with one filtered query, checked against their names in Postgres, and the final query
+ * keeps "no link of this term, or checked and true". Every total and every page is then exact,
+ * and Meilisearch does the sorting and paging. Results are ids only: the API reads the Orgs from
+ * Postgres.
+ */
+export const ORG_SORTS = ['name', '-name', 'updated', '-updated', 'relevance'] as const;
+export type OrgSort = (typeof ORG_SORTS)[number];
+
+export const MAX_Q_LENGTH = 200;
+export const MAX_WINDOW = 10_000;
+
+export interface OrgSearchQuery {
+  /** The raw term; empty lists every Org. */
+  q: string;
+  sort: OrgSort;
+  limit: number;
+  offset: number;
+  /** Orgs whose stable or public domain (old labels included) equals q, found in Postgres. */
+  domainOrgIds: readonly number[];
+}
+
+export interface OrgSearchPage {
+  ids: number[];
+  total: number;
+}
+
+export interface NameRow {
+  name: string;
+  uid: string;
+}
+
+export interface OrgSearchDeps {
+  meili: Meilisearch;
+  indexUid: string;
+  /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
+  namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
+}
+
+const SORT_RULES: Record<Exclude<OrgSort, 'relevance'>, string[]> = {
+  name: ['n:asc', 'd:asc'],
+  '-name': ['n:desc', 'd:asc'],
+  updated: ['u:asc', 'd:asc'],
+  '-updated': ['u:desc', 'd:asc'],
+};
+const BY_DOMAIN = ['d:asc'];
+
+/** Pages of this many ids when a whole candidate set is read. */
+const READ_PAGE = 10_000;
+
+const quote = (value: string) => `"${value}"`;
+const idIn = (ids: Iterable<number>) => `id IN [${[...ids].join(',')}]`;
+const idNotIn = (ids: Iterable<number>) => `NOT id IN [${[...ids].join(',')}]`;
+
+/** A Meilisearch query (text and filters) whose answer is exactly the names matching a term. */
+interface Resolved {
+  q: string;
+  filters: string[];
+}
+
+type Params = Omit<SearchParams, 'q'>;
+
+async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<SearchResponse> {
+  const index = deps.meili.index(deps.indexUid);
+  const { filter, ...rest } = params;
+  const given = filter === undefined ? [] : Array.isArray(filter) ? filter : [filter];
+  // A term query always names a field of this format, so an index of the old format (just before
+  // a rebuild's swap is noticed) refuses it instead of answering wrongly; search-orgs.ts retries.
+  const filters = q !== '' && given.length === 0 ? [FORMAT_PROBE] : given;
+  return meiliCall(() =>
+    index.search(q, {
+      ...(q === '' ? {} : { matchingStrategy: 'all' as const }),
+      ...rest,
+      ...(filters.length > 0 ? { filter: filters } : {}),
+    }),
+  );
+}
+
+/** Every id answering a query (candidate sets that are known to be small). */
+async function readAllIds(deps: OrgSearchDeps, q: string, filters: string[]): Promise<number[]> {
+  const out: number[] = [];
+  for (let offset = 0; ; offset += READ_PAGE) {
+    const res = await search(deps, q, {
+      ...(filters.length > 0 ? { filter: filters } : {}),
+      attributesToRetrieve: ['id'],
+      limit: READ_PAGE,
+      offset,
+    });
+    for (const hit of res.hits) out.push(Number(hit.id));
+    if (res.hits.length < READ_PAGE) return out;
+  }
+}
+
+/** The query for "the name contains the folded term", with its suspects checked. */
+async function resolveTerm(deps: OrgSearchDeps, folded: string): Promise<Resolved> {
+  const plan = planTerm(folded);
+  if (plan.kind === 'prefix') return { q: plan.prefix, filters: [] };
+  const q = quote(plan.words.join(' '));
+  const linkList = `[${plan.links.map(quote).join(',')}]`;
+  const suspects = await readAllIds(deps, q, [`l IN ${linkList}`]);
+  if (suspects.length === 0) return { q, filters: [] };
+  const checked = await deps.namesOf(suspects);
+  const truly = [...checked].filter(([, row]) => termMatches(foldName(row.name), folded)).map(([id]) => id);
+  const keep = truly.length > 0 ? `(NOT l IN ${linkList}) OR ${idIn(truly)}` : `NOT l IN ${linkList}`;
+  return { q, filters: [keep] };
+}
+
+function idsOf(res: SearchResponse): number[] {
+  return res.hits.map((h) => Number(h.id));
+}
+
+async function sortedPage(
+  deps: OrgSearchDeps,
+  q: string,
+  filters: string[],
+  sort: string[],
+  limit: number,
+  offset: number,
+): Promise<OrgSearchPage> {
+  const res = await search(deps, q, {
+    ...(filters.length > 0 ? { filter: filters } : {}),
+    sort,
+    limit,
+    offset,
+    attributesToRetrieve: ['id'],
+  });
+  return { ids: idsOf(res), total: res.estimatedTotalHits ?? 0 };
+}
+
+export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): Promise<OrgSearchPage> {
+  const folded = foldName(query.q);
+  if (folded === '') {
+    const sort = query.sort === 'relevance' ? BY_DOMAIN : SORT_RULES[query.sort];
+    return sortedPage(deps, '', [], sort, query.limit, query.offset);
+  }
+  if (query.sort === 'relevance') return relevancePage(deps, folded, query);
+  const sort = SORT_RULES[query.sort];
+  const match = await resolveTerm(deps, folded);
+  const extra = await domainOnly(deps, folded, query.domainOrgIds);
+  if (extra.length === 0) return sortedPage(deps, match.q, match.filters, sort, query.limit, query.offset);
+  // An Org found by its domain but not by its name: let Meilisearch order the union by id. Terms
+  // that parse as domains match few names, so the whole set is small.
+  const all = [...(await readAllIds(deps, match.q, match.filters)), ...extra];
+  return sortedPage(deps, '', [idIn(all)], sort, query.limit, query.offset);
+}
+
+/** Domain matches whose name does not contain the term. */
+async function domainOnly(
+  deps: OrgSearchDeps,
+  folded: string,
+  domainIds: readonly number[],
+): Promise<number[]> {
+  if (domainIds.length === 0) return [];
+  const rows = await deps.namesOf(domainIds);
+  return [...rows].filter(([, row]) => !termMatches(foldName(row.name), folded)).map(([id]) => id);
+}
+
+interface Tier {
+  size: number;
+  page: (offset: number, limit: number) => Promise<number[]>;
+}
+
+/**
+ * `sort=relevance`: the Orgs whose domain or whole name equals the term, then the names starting
+ * with it, then the other matches; each tier by stable domain. "Equals" and "starts with" are an
+ * equality and a range on the name key (nameSortKey is prefix-preserving ASCII), so they are exact.
+ */
+async function relevancePage(
+  deps: OrgSearchDeps,
+  folded: string,
+  query: OrgSearchQuery,
+): Promise<OrgSearchPage> {
+  const key = quote(nameSortKey(folded));
+  const startsWith = `n >= ${key} AND n < ${quote(`${nameSortKey(folded)}{`)}`;
+  const [match, equalIds] = await Promise.all([
+    resolveTerm(deps, folded),
+    readAllIds(deps, '', [`n = ${key}`]),
+  ]);
+  const firstIds = [...new Set([...query.domainOrgIds, ...equalIds])];
+  const firstRows = await deps.namesOf(firstIds);
+  const first = [...firstRows]
+    .sort(([, a], [, b]) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))
+    .map(([id]) => id);
+  const notFirst = first.length > 0 ? [idNotIn(first)] : [];
+  const second = { q: '', filters: [startsWith, ...notFirst] };
+  const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
+  // The counts, with the second tier's page fetched on the way (it is where most pages fall).
+  const secondFrom = Math.max(0, query.offset - first.length);
+  const [secondRes, restCount] = await Promise.all([
+    search(deps, second.q, {
+      filter: second.filters,
+      sort: BY_DOMAIN,
+      offset: secondFrom,
+      limit: query.limit,
+      attributesToRetrieve: ['id'],
+    }),
+    search(deps, rest.q, { filter: rest.filters, limit: 0 }),
+  ]);
+  const tiers: Tier[] = [
+    { size: first.length, page: async (o, l) => first.slice(o, o + l) },
+    {
+      size: secondRes.estimatedTotalHits ?? 0,
+      page: async (o, l) =>
+        o === secondFrom && l <= query.limit
+          ? idsOf(secondRes).slice(0, l)
+          : (await sortedPage(deps, second.q, second.filters, BY_DOMAIN, l, o)).ids,
+    },
+    {
+      size: restCount.estimatedTotalHits ?? 0,
+      page: async (o, l) => (await sortedPage(deps, rest.q, rest.filters, BY_DOMAIN, l, o)).ids,
+    },
+  ];
+  const total = tiers.reduce((sum, t) => sum + t.size, 0);
+  const end = query.offset + query.limit;
+  const parts: Promise<number[]>[] = [];
+  let start = 0;
+  for (const tier of tiers) {
+    const from = Math.max(query.offset, start);
+    const to = Math.min(end, start + tier.size);
+    if (to > from) parts.push(tier.page(from - start, to - from));
+    start += tier.size;
+  }
+  return { ids: (await Promise.all(parts)).flat(), total };
+}

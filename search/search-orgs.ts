@@ -1,0 +1,89 @@
+import { sql } from 'kysely';
+import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
+import type { Db } from '../shared/db.js';
+import { parseDomain } from '../shared/domains.js';
+import { searchV1OrgIds } from './legacy-v1/org-search.js';
+import { type IndexFormat, indexFormat, meiliCall } from './meili-client.js';
+import { type NameRow, type OrgSearchPage, type OrgSearchQuery, searchOrgIds } from './org-search.js';
+
+/**
+ * The search use case: exact-domain matches come from Postgres (stable ids, current and old public
+ * labels, which the index does not hold), name matches and the order from Meilisearch, suspects
+ * checked against the names in Postgres.
+ */
+export interface SearchOrgsDeps {
+  db: Db;
+  meili: Meilisearch;
+  indexUid: string;
+  domainSuffix: string;
+}
+
+/** Ids of the Orgs (zero or one) whose stable or public domain, old labels included, equals q. */
+export async function orgIdsForDomain(db: Db, q: string, suffix: string): Promise<number[]> {
+  const ref = parseDomain(q, suffix);
+  if (!ref) return [];
+  if (ref.kind === 'org') {
+    const rows = await db
+      .selectFrom('orgs')
+      .select('id')
+      .where('uid', '=', ref.uid)
+      .where('domain_cc', '=', ref.cc)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+  if (ref.kind === 'org-public') {
+    const rows = await sql<{ id: number }>`
+      select id from orgs where public_slug = ${ref.slug}
+      union select org_id from org_public_domains where slug = ${ref.slug}`.execute(db);
+    return rows.rows.map((r) => Number(r.id));
+  }
+  return [];
+}
+
+async function namesOf(db: Db, ids: readonly number[]): Promise<Map<number, NameRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('orgs')
+    .select(['id', 'uid', 'name'])
+    .where('id', '=', sql<number>`any(${ids}::bigint[])`)
+    .execute();
+  return new Map(rows.map((r) => [Number(r.id), { name: r.name, uid: r.uid }]));
+}
+
+/**
+ * The live index's format, remembered for a moment. A rebuild swaps formats under a running API:
+ * a query of the wrong format is refused by Meilisearch (it names an attribute the other format
+ * lacks), and is retried once with the format read afresh.
+ */
+const FORMAT_TTL_MS = 2_000;
+const formats = new Map<string, { format: IndexFormat; at: number }>();
+
+async function liveFormat(meili: Meilisearch, indexUid: string, fresh: boolean): Promise<IndexFormat> {
+  const known = formats.get(indexUid);
+  if (!fresh && known && Date.now() - known.at < FORMAT_TTL_MS) return known.format;
+  const format = (await meiliCall(() => indexFormat(meili, indexUid))) ?? 2;
+  formats.set(indexUid, { format, at: Date.now() });
+  return format;
+}
+
+export async function searchOrgs(
+  deps: SearchOrgsDeps,
+  query: Omit<OrgSearchQuery, 'domainOrgIds'>,
+): Promise<OrgSearchPage> {
+  const domainOrgIds = query.q === '' ? [] : await orgIdsForDomain(deps.db, query.q, deps.domainSuffix);
+  const full = { ...query, domainOrgIds };
+  const run = async (fresh: boolean) => {
+    const format = await liveFormat(deps.meili, deps.indexUid, fresh);
+    if (format === 1) return searchV1OrgIds(deps.meili, deps.indexUid, full);
+    return searchOrgIds(
+      { meili: deps.meili, indexUid: deps.indexUid, namesOf: (ids) => namesOf(deps.db, ids) },
+      full,
+    );
+  };
+  try {
+    return await run(false);
+  } catch (error) {
+    if (error instanceof MeilisearchApiError && error.response.status < 500) return run(true);
+    throw error;
+  }
+}

@@ -1,0 +1,130 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  codeOf,
+  foldName,
+  nameSortKey,
+  nameTerms,
+  planTerm,
+  SUSPECT_MARK,
+  termMatches,
+} from '../search/name-text.js';
+
+/**
+ * The index's promises, checked on many generated names and terms over a tiny alphabet (so that
+ * repeated bigrams and trigrams, the hard case, are everywhere):
+ * - no false negatives: a name containing the term holds every word of the term's query;
+ * - false candidates are marked: a name holding every word without containing the term carries
+ *   one of the term's links, so the search checks it instead of counting it.
+ */
+const SMALL = fc.constantFrom('a', 'b', ' ', 'é', 'q', 'x', '&');
+const text = (min: number, max: number, chars = SMALL) =>
+  fc.array(chars, { minLength: min, maxLength: max }).map((a) => a.join(''));
+/** Two letters: repeated bigrams and trigrams in nearly every name. */
+const TWO = fc.constantFrom('a', 'b', 'a', 'b', ' ');
+
+/** What Meilisearch would answer for one name: every phrase word present, or a word with the prefix. */
+function candidate(name: string, term: string): boolean {
+  const terms = nameTerms(name);
+  const plan = planTerm(term);
+  if (plan.kind === 'prefix') return terms.words.some((w) => w.startsWith(plan.prefix));
+  const words = new Set(terms.words);
+  return plan.words.every((w) => words.has(w));
+}
+
+function suspect(name: string, term: string): boolean {
+  const plan = planTerm(term);
+  if (plan.kind === 'prefix') return false;
+  const links = new Set(nameTerms(name).links);
+  return plan.links.some((l) => links.has(l));
+}
+
+function compareCodePoints(a: string, b: string): number {
+  const x = [...a].map((c) => c.codePointAt(0)!);
+  const y = [...b].map((c) => c.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+}
+
+describe('name text', () => {
+  it('folds case and whitespace runs, keeps accents', () => {
+    expect(foldName('ZEBRA \t HOLDINGS')).toBe('zebra holdings');
+    expect(foldName('Cafe\u0301')).toBe('café');
+    expect(foldName(' ltd')).toBe(' ltd');
+  });
+
+  it('writes characters in a prefix code over [a-z0-9]', () => {
+    const codes = ['a', 'q', 'x', ' ', '&', 'é', '\u{1F600}', '9', '^'].map(codeOf);
+    for (const c of codes) expect(c).toMatch(/^[a-z0-9]+$/);
+    for (const a of codes) for (const b of codes) if (a !== b) expect(b.startsWith(a)).toBe(false);
+  });
+
+  it('every trigram word is three code words, so Meilisearch never splits or joins them', () => {
+    const { words } = nameTerms(foldName('A&B (UK) LTD £5 ÉTÉ'));
+    for (const w of words) expect(w).toMatch(/^[a-z0-9]{3,18}$/);
+  });
+
+  it('a name containing the term is always a candidate (no false negatives)', () => {
+    fc.assert(
+      fc.property(text(0, 12), text(1, 6), text(0, 12), (before, term, after) => {
+        const name = `${before}${term}${after}`;
+        expect(termMatches(name, term)).toBe(true);
+        expect(candidate(name, term)).toBe(true);
+      }),
+      { numRuns: 3000, seed: 11 },
+    );
+  });
+
+  it('a false candidate always carries one of the term links (so it gets checked)', () => {
+    let falseCandidates = 0;
+    fc.assert(
+      fc.property(text(0, 24, TWO), text(1, 9, TWO), (name, term) => {
+        if (candidate(name, term) && !termMatches(name, term)) {
+          falseCandidates++;
+          expect(suspect(name, term)).toBe(true);
+        }
+      }),
+      { numRuns: 20_000, seed: 12 },
+    );
+    // The generator does produce the hard case.
+    expect(falseCandidates).toBeGreaterThan(20);
+  });
+
+  it('the name key of a name starts with the key of every prefix of it (relevance ranges)', () => {
+    fc.assert(
+      fc.property(text(0, 12), text(0, 12), (a, b) => {
+        expect(nameSortKey(a + b).startsWith(nameSortKey(a))).toBe(true);
+        expect(nameSortKey(a + b) < `${nameSortKey(a)}{`).toBe(true);
+      }),
+      { numRuns: 2000, seed: 14 },
+    );
+  });
+
+  it('the name sort key orders like the code points of the folded name, in [0-9a-z]', () => {
+    const any = fc
+      .array(
+        fc.constantFrom('a', 'z', 'y', ' ', '0', '9', '&', '(', 'é', 'É', '~', '\u{1F600}', 'ß', ':', '_'),
+        {
+          maxLength: 8,
+        },
+      )
+      .map((a) => foldName(a.join('')));
+    fc.assert(
+      fc.property(any, any, (x, y) => {
+        const kx = nameSortKey(x);
+        const ky = nameSortKey(y);
+        expect(kx).toMatch(/^[0-9a-z]*$/);
+        const byCodePoint = Math.sign(compareCodePoints(x, y));
+        expect(Math.sign(kx < ky ? -1 : kx > ky ? 1 : 0)).toBe(byCodePoint);
+      }),
+      { numRuns: 5000, seed: 13 },
+    );
+  });
+
+  it('a pathologically repetitive name is a suspect for every term of four or more characters', () => {
+    const name = foldName('AB'.repeat(40) + 'BA'.repeat(40) + 'ABBA'.repeat(20));
+    const { links } = nameTerms(name);
+    expect(links.length).toBeLessThanOrEqual(48);
+    if (links.includes(SUSPECT_MARK)) expect(links).toEqual([SUSPECT_MARK]);
+  });
+});
