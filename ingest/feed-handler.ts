@@ -142,3 +142,15 @@ export interface FinishOutcome {
 export class ImportOptionsError extends Error {
   override name = 'ImportOptionsError';
 }
+
+/**
+ * Staged rows that can no longer be merged: they were recognised unchanged while their part was read,
+ * and their records changed since (another run of the feed merged in between). The run reads those
+ * parts again (under the feed's lock, so it cannot happen twice) and goes on merging.
+ */
+export class StaleStagedRowsError extends Error {
+  override name = 'StaleStagedRowsError';
+  constructor(readonly partNos: readonly number[]) {
+    super(`rows of part ${partNos.join(', ')} changed in the database while the part was read`);
+  }
+}

@@ -1,9 +1,8 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
-import { FeedFormatError } from '../shared/errors.js';
 import { allocateSlugs, recordSlugs } from '../shared/public-domains.js';
-import type { MergeOutcome } from './feed-handler.js';
+import { type MergeOutcome, StaleStagedRowsError } from './feed-handler.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
 import {
   nextWinners,
@@ -253,15 +252,12 @@ export async function mergeRegistrarChunk(
 
   const orgChanges: OrgChange[] = [];
   const addressChanges: OrgChange[] = [];
+  // Recognised unchanged while their part was read, changed since (another run of this register
+  // merged in between): their fields were never read, so their parts must be read again.
+  const outdated = staged.filter((r) => r.record.known);
+  if (outdated.length > 0) throw new StaleStagedRowsError([...new Set(outdated.map((r) => r.part_no))]);
   for (const row of staged) {
     const rec = row.record;
-    if (rec.known) {
-      // Recognised unchanged while its part was read, changed since: another run of this register
-      // merged in between. Its fields were never read, so it cannot be merged now.
-      throw new FeedFormatError(
-        `company ${rec.number} changed while this run read its sources (another import of the register ran in between): run the import again`,
-      );
-    }
     const found = existing.get(rec.number);
     // Gone since the stage query looked (not possible under the feed lock): nothing to compare with.
     if (!found) continue;

@@ -3,13 +3,14 @@ import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { type CsvRecord, openCsv, splitFields } from './csv.js';
-import type {
-  BatchContext,
-  BatchOutcome,
-  BatchRow,
-  FeedHandler,
-  PreparedFeed,
-  StagedFeed,
+import {
+  type BatchContext,
+  type BatchOutcome,
+  type BatchRow,
+  type FeedHandler,
+  type PreparedFeed,
+  type StagedFeed,
+  StaleStagedRowsError,
 } from './feed-handler.js';
 import { feedHandler } from './feeds.js';
 import { insertIssues, type NewIssue } from './import-issues.repository.js';
@@ -290,7 +291,7 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
           'a --full import needs at least one valid row: this file would mark every record as gone, refused',
         );
       }
-      let current = await merge(deps, fresh, staged, ctx);
+      let current = await mergeRereading(deps, fresh, staged, ctx);
       const complete = failed.length === 0;
       const finished = await db.transaction().execute(async (trx) => {
         const outcome = await staged.finish(trx, ctx, complete);
@@ -319,6 +320,39 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
       return current;
     }),
   );
+}
+
+/**
+ * Merges, and when staged rows went stale (StaleStagedRowsError: another run of the feed merged while
+ * a part was read), reads those parts again and goes on. The caller holds the feed's lock, so the
+ * second reading cannot go stale; chunks already merged stay merged (the merge resumes after them),
+ * and the parts' counters start again from zero, so the counts stay exact.
+ */
+async function mergeRereading(
+  deps: RunImportDeps,
+  run: ImportRun,
+  staged: StagedFeed,
+  ctx: BatchContext,
+): Promise<ImportRun> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await merge(deps, (await getRun(deps.db, run.id)) ?? run, staged, ctx);
+    } catch (error) {
+      if (!(error instanceof StaleStagedRowsError) || attempt > 3) throw error;
+      deps.logger?.info(
+        { runId: run.id, parts: error.partNos },
+        'staged rows went stale; reading those parts again',
+      );
+      for (const partNo of error.partNos) {
+        const part = (await partsOf(deps.db, run)).find((p) => p.part_no === partNo)!;
+        await deps.db.transaction().execute(async (trx) => {
+          await staged.dropPart(trx, run.id, partNo);
+          await restartPart(trx, part);
+        });
+        await runPart(deps, part.id);
+      }
+    }
+  }
 }
 
 /** Merges a staged run's rows into the records, one chunk per transaction, from where it got to. */

@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createImportRun, partsOf } from '../ingest/import-run.js';
 import { createRun, getRun } from '../ingest/import-runs.repository.js';
-import { ImportFailedError, runImport } from '../ingest/run-import.js';
+import { ImportFailedError, runImport, runPart, settleRun } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { importFeed } from './support/import.js';
@@ -266,6 +267,43 @@ describe('registrar import', () => {
       city: 'LONDON',
       version_number: 1,
     });
+  });
+
+  it('a part read while another run merged: its stale rows are read again, and the later run wins', async () => {
+    const rows = (town: string) =>
+      ['00000101', '00000102', '00000103'].map((n) =>
+        registrarFields(n, `STALE ${n} LTD`, { 'RegAddress.PostTown': town }),
+      );
+    const original = file('stale-a.csv', registrarCsv(rows('LEEDS')));
+    await importFeed(t.db, 'registrar', original);
+    // Run S reads its part (every row recognised unchanged) ...
+    const s = await createImportRun(t.db, {
+      feed: 'registrar',
+      parts: [{ source: original, entry: null }],
+      options: { country: 'GB', full: false },
+    });
+    const [part] = await partsOf(t.db, s);
+    await runPart({ db: t.db }, part!.id);
+    // ... then run R changes the companies and finishes before S merges.
+    await importFeed(t.db, 'registrar', file('stale-b.csv', registrarCsv(rows('YORK'))));
+    const settled = await settleRun({ db: t.db }, s.id);
+    expect(settled).toMatchObject({
+      status: 'succeeded',
+      rows_read: 3,
+      updated: 3,
+      unchanged: 0,
+      duplicates: 0,
+    });
+    const state = await registerState(t.db);
+    expect(
+      state
+        .filter((o) => String(o.registration_number).startsWith('000001'))
+        .map((o) => [o.city, o.version_number]),
+    ).toEqual([
+      ['LEEDS', 3],
+      ['LEEDS', 3],
+      ['LEEDS', 3],
+    ]);
   });
 
   it('--full marks companies missing from the file as left the register, and clears it when they return', async () => {
