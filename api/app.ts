@@ -7,6 +7,7 @@ import { creditsPlugin } from './plugins/credits.plugin.js';
 import { MAX_PATH_PARAM_LENGTH } from './plugins/error-mapping.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from './plugins/errors.plugin.js';
 import { infraPlugin } from './plugins/infra.plugin.js';
+import { recordsPlugin } from './plugins/records.plugin.js';
 import { swaggerPlugin } from './plugins/swagger.plugin.js';
 import { ROUTE_PLUGINS } from './routes/index.js';
 import { validatorCompiler } from './validation.js';
@@ -68,6 +69,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(creditsPlugin, {
     ...(deps.keyCacheTtlMs !== undefined ? { keyCacheTtlMs: deps.keyCacheTtlMs } : {}),
   });
+  await app.register(recordsPlugin);
   for (const routes of ROUTE_PLUGINS) await app.register(routes);
   return app;
 }

@@ -1,15 +1,14 @@
 import Fastify from 'fastify';
 import { buildApp } from '../api/app.js';
-import { findOrgByRef } from '../api/read-models/org.read-model.js';
-import { toOrgView } from '../api/views/org.view.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { parseDomain } from '../shared/domains.js';
 
 /**
  * One side of the API benchmark, in its own process (so the load generator does not share its event
- * loop): `bare` is a plain Fastify route doing the same single indexed Org query with no auth, credits,
- * schemas or hooks; `app` is the real API from buildApp. Prints `listening <port>` when ready.
+ * loop): `bare` is a plain Fastify route per record kind doing one primary-key lookup,
+ * `select row_to_json(o) from orgs o where uid = $1` (`locations l` for a Location), with no auth,
+ * credits, schemas or hooks; `app` is the real API from buildApp. Prints `listening <port>` when ready.
  */
 const mode = process.argv[2];
 const config = loadConfig();
@@ -21,15 +20,20 @@ const stopOn = (close: () => Promise<unknown>) => {
 };
 
 if (mode === 'bare') {
-  const { db, close } = createDb(config.databaseUrl!, { max: 20, applicationName: 'bizdir-bench-bare' });
+  const { pool, close } = createDb(config.databaseUrl!, { max: 20, applicationName: 'bizdir-bench-bare' });
   const app = Fastify({ logger: false });
-  app.get<{ Params: { domain: string } }>('/v1/org/:domain', async (request, reply) => {
-    const ref = parseDomain(request.params.domain, config.domainSuffix);
-    if (ref?.kind !== 'org' && ref?.kind !== 'org-public') return reply.code(404).send({ code: 404 });
-    const org = await findOrgByRef(db, ref);
-    if (!org) return reply.code(404).send({ code: 404 });
-    return { org: toOrgView(org, config.domainSuffix) };
-  });
+  const lookup = (table: 'orgs' | 'locations', kind: 'org' | 'location', field: string) =>
+    app.get<{ Params: { domain: string } }>(`/v1/${kind}/:domain`, async (request, reply) => {
+      const ref = parseDomain(request.params.domain, config.domainSuffix);
+      if (ref?.kind !== kind) return reply.code(404).send({ code: 404 });
+      const { rows } = await pool.query(`select row_to_json(o) as r from ${table} o where uid = $1`, [
+        ref.uid,
+      ]);
+      if (!rows[0]) return reply.code(404).send({ code: 404 });
+      return { [field]: rows[0].r };
+    });
+  lookup('orgs', 'org', 'org');
+  lookup('locations', 'location', 'location');
   app.addHook('onClose', close);
   await app.listen({ host: '127.0.0.1', port: 0 });
   stopOn(() => app.close());

@@ -220,6 +220,9 @@ export interface AccountsTable {
   uid: GeneratedAlways<string>;
   name: string;
   created_at: Timestamp;
+  /** Rate limit (migration 0008): both set or both null (no limit). */
+  rate_limit_requests: number | null;
+  rate_limit_seconds: number | null;
 }
 
 export interface SubscriptionsTable {

@@ -5,8 +5,11 @@ import { HttpError } from '../../shared/errors.js';
 import { accountPublicId, subscriptionPublicId } from '../accounts/public-ids.js';
 import {
   type CreditsService,
+  type RateLimitState,
   type Reservation,
+  rateLimitOf,
   CreditsService as Service,
+  type Usage,
 } from '../credits/credits.service.js';
 import { KeyAuthenticator } from '../credits/key-authenticator.js';
 import { counterPrefix, RedisCounters } from '../credits/redis-counters.js';
@@ -20,6 +23,15 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Needs an `api_key` and costs one data credit when it answers 200. */
     metered?: boolean;
+    /**
+     * Answers If-None-Match with a free 304 (sendRendered): a request carrying one takes no credit
+     * up front, only once it is known to answer 200.
+     */
+    conditional?: boolean;
+  }
+  interface FastifyReply {
+    /** Sets RateLimit-Limit, -Remaining, -Reset (and Retry-After on a 429) from a window. */
+    rateLimitHeaders(state: RateLimitState | null): FastifyReply;
   }
   interface FastifyInstance {
     credits: CreditsService;
@@ -29,6 +41,8 @@ declare module 'fastify' {
     principal: KeyPrincipal | null;
     /** The credit being reserved for this request, started before the handler runs (see below). */
     reservation: Promise<Reservation> | null;
+    /** The rate-limit window this request was counted in, once known (null: no limit). */
+    rateLimit: RateLimitState | null;
     /**
      * Commits this request's credit and returns the `request` object for its 200 body. Call it last,
      * once the answer is known to be a 200: any error after it would still cost the credit.
@@ -36,7 +50,30 @@ declare module 'fastify' {
     settleCredit(): Promise<RequestMeta>;
     /** Waits until the credit is held (402/403 otherwise): call it before a handler writes anything. */
     creditReserved(): Promise<void>;
+    /**
+     * For a 304: waits for the key and rate-limit checks (403, 429 and 503 still win) but not for a
+     * credit, which a 304 does not use; the held credit, if any, is given back when the answer ends.
+     */
+    notModified(): Promise<void>;
   }
+}
+
+/** The `request` object of a 200 (or of GET /v1/usage, which uses no credit). */
+export function requestMeta(id: string, usage: Usage, creditUsedThisRequest: 0 | 1): RequestMeta {
+  const { period, used, principal } = usage;
+  return {
+    id,
+    success: true,
+    period_start: period.start.toISOString(),
+    next_period_start: period.next.toISOString(),
+    requests_this_period: used,
+    credit_available_this_period: principal.credits,
+    credit_used_this_request: creditUsedThisRequest,
+    credit_used_this_period: used,
+    credit_remaining_this_period: Math.max(0, principal.credits - used),
+    account_id: accountPublicId(principal.accountUid),
+    subscription_id: subscriptionPublicId(principal.subscriptionUid),
+  };
 }
 
 export interface CreditsPluginOptions {
@@ -61,23 +98,27 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       if (!this.reservation) throw new Error('creditReserved called on a route that is not metered');
       await this.reservation;
     });
+    app.decorateRequest('notModified', async function notModified(this: FastifyRequest) {
+      if (!this.reservation) throw new Error('notModified called on a route that is not metered');
+      try {
+        await this.reservation;
+      } catch (error) {
+        if (!(error instanceof HttpError && error.statusCode === 402)) throw error;
+      }
+    });
     app.decorateRequest('settleCredit', async function settleCredit(this: FastifyRequest) {
       if (!this.reservation) throw new Error('settleCredit called on a route that is not metered');
-      const usage = await app.credits.settle(await this.reservation);
-      const { period, used, principal } = usage;
-      return {
-        id: this.id,
-        success: true,
-        period_start: period.start.toISOString(),
-        next_period_start: period.next.toISOString(),
-        requests_this_period: used,
-        credit_available_this_period: principal.credits,
-        credit_used_this_request: 1,
-        credit_used_this_period: used,
-        credit_remaining_this_period: Math.max(0, principal.credits - used),
-        account_id: accountPublicId(principal.accountUid),
-        subscription_id: subscriptionPublicId(principal.subscriptionUid),
-      };
+      return requestMeta(this.id, await app.credits.settle(await this.reservation), 1);
+    });
+    app.decorateRequest('rateLimit', null);
+    app.decorateReply('rateLimitHeaders', function rateLimitHeaders(this, state: RateLimitState | null) {
+      if (!state) return this;
+      // The IETF draft names, as @fastify/rate-limit sends them with enableDraftSpec.
+      this.header('ratelimit-limit', state.limit);
+      this.header('ratelimit-remaining', state.remaining);
+      this.header('ratelimit-reset', state.resetSeconds);
+      if (this.statusCode === 429) this.header('retry-after', state.resetSeconds);
+      return this;
     });
 
     app.addHook('onRequest', async (request) => {
@@ -87,20 +128,40 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       request.principal = await app.apiKeys.authenticate(key);
     });
 
-    // The reservation (one Redis round trip) runs while the handler reads Postgres, instead of before
-    // it; the handler waits for it in settleCredit. Its outcome still comes first: a request whose
-    // reservation fails gets that 402/403/503 even if the handler failed too (see onRoute below).
-    app.addHook('preHandler', (request, _reply, done) => {
+    // The reservation (one Redis round trip: key liveness, rate limit, credit) runs while the request
+    // is validated and the handler reads Postgres, instead of before; the handler waits for it in
+    // settleCredit. Its outcome still comes first: a request whose reservation fails gets that
+    // 402/403/429/503 even if the handler failed too (see onRoute below). A request that fails
+    // validation (400) is counted against the rate limit too, and its credit is given back.
+    app.addHook('preValidation', (request, _reply, done) => {
       if (!request.routeOptions.config.metered) return done();
       const principal = request.principal;
       if (!principal) return done(new HttpError(403, 'Invalid api_key parameter value'));
-      const task = app.credits.reserve(principal);
+      const config = request.routeOptions.config;
+      const mayBe304 = config.conditional === true && request.headers['if-none-match'] !== undefined;
+      const task = app.credits.reserve(principal, !mayBe304).then(
+        (reservation) => {
+          request.rateLimit = reservation.rateLimit;
+          return reservation;
+        },
+        (error: unknown) => {
+          request.rateLimit = rateLimitOf(error);
+          throw error;
+        },
+      );
       task.catch((error: unknown) => {
         // A revoked key found out at reservation time: drop it from the process cache too.
         if (error instanceof HttpError && error.statusCode === 403) app.apiKeys.forget(principal.keyId);
       });
       request.reservation = task;
       done();
+    });
+
+    // Every answer of a request counted against a rate limit says where its window stands.
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (request.reservation) await request.reservation.catch(() => undefined);
+      reply.rateLimitHeaders(request.rateLimit);
+      return payload;
     });
 
     app.addHook('onRoute', (route) => {

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
+import type pg from 'pg';
 import { type Config, LOCAL_DEFAULTS } from '../../shared/config.js';
 import { createDb, type Db } from '../../shared/db.js';
 import { createRedis } from '../../shared/redis.js';
@@ -8,6 +9,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     config: Config;
     db: Db;
+    /** The pool under `db`, for the read models' prepared statements. */
+    pool: pg.Pool;
     redis: Redis;
     /** Current time for data-credit periods; injectable so tests can cross a period boundary. */
     clock: () => Date;
@@ -60,6 +63,7 @@ export const infraPlugin = fp<InfraOptions>(
     await readyOrTimeout(redis, 2_000);
     app.decorate('config', config);
     app.decorate('db', pg.db);
+    app.decorate('pool', pg.pool);
     app.decorate('redis', redis);
     app.decorate('clock', clock);
     app.addHook('onClose', async () => {

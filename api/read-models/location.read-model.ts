@@ -2,7 +2,14 @@ import { type ExpressionBuilder, sql } from 'kysely';
 import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
-import type { AddressRecord, LocationRecord, LocationWithOrgRecord } from './records.js';
+import { jsonOf } from './json-columns.js';
+import { arg, PreparedQuery } from './prepared.js';
+import {
+  ADDRESS_JSON_COLUMNS,
+  type AddressRecord,
+  type LocationRecord,
+  type LocationWithOrgRecord,
+} from './records.js';
 
 export type LocationRef = Extract<DomainRef, { kind: 'location' | 'location-public' }>;
 
@@ -48,6 +55,10 @@ export async function findLocationByRef(
   db: Db,
   ref: LocationRef,
 ): Promise<LocationWithOrgRecord | undefined> {
+  return locationQuery(db, ref).executeTakeFirst();
+}
+
+function locationQuery(db: Db, ref: LocationRef) {
   return db
     .selectFrom('locations')
     .innerJoin('orgs', 'orgs.id', 'locations.org_id')
@@ -57,11 +68,24 @@ export async function findLocationByRef(
     .select([
       'orgs.uid as org_uid',
       'orgs.domain_cc as org_domain_cc',
-      sql<AddressRecord | null>`to_jsonb(addresses)`.as('address'),
+      jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS).as('address'),
     ])
     .where((eb) => matchesRef(eb, ref))
-    .limit(1)
-    .executeTakeFirst();
+    .limit(1);
+}
+
+/** findLocationByRef as prepared statements (see prepared.ts). Arguments: `uid` and `cc`, or `slug`. */
+export function prepareLocationByRef(db: Db) {
+  return {
+    stable: new PreparedQuery<LocationWithOrgRecord>(
+      'bizdir_location_by_domain',
+      locationQuery(db, { kind: 'location', uid: arg('uid'), cc: arg('cc') }),
+    ),
+    public: new PreparedQuery<LocationWithOrgRecord>(
+      'bizdir_location_by_public_domain',
+      locationQuery(db, { kind: 'location-public', slug: arg('slug') }),
+    ),
+  };
 }
 
 export async function countOrgLocations(db: Db, orgId: number): Promise<number> {
@@ -86,7 +110,7 @@ export async function listOrgLocations(
       .leftJoin('addresses', 'addresses.id', 'locations.address_id')
       .select(LOCATION_COLUMNS)
       .select(JSON_COLUMNS)
-      .select(sql<AddressRecord | null>`to_jsonb(addresses)`.as('address'))
+      .select(jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS).as('address'))
       .where('locations.org_id', '=', orgId)
       .orderBy('locations.is_default', 'desc')
       // Case-insensitive by name, then byte order, so the order does not depend on the server's locale.

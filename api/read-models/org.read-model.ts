@@ -2,7 +2,15 @@ import { type ExpressionBuilder, sql } from 'kysely';
 import type { Database, PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
-import type { AddressRecord, LocationRecord, OrgRecord } from './records.js';
+import { jsonOf } from './json-columns.js';
+import { arg, PreparedQuery } from './prepared.js';
+import {
+  ADDRESS_JSON_COLUMNS,
+  type AddressRecord,
+  LOCATION_JSON_COLUMNS,
+  type LocationRecord,
+  type OrgRecord,
+} from './records.js';
 
 export type OrgRef = Extract<DomainRef, { kind: 'org' | 'org-public' }>;
 
@@ -50,9 +58,9 @@ function orgQuery(db: Db) {
       'orgs.registration_state_code',
       'orgs.version_number',
       sql<Date>`orgs.updated`.as('updated'),
-      sql<AddressRecord | null>`to_jsonb(ra)`.as('registered_address'),
-      sql<LocationRecord | null>`to_jsonb(dl)`.as('default_location'),
-      sql<AddressRecord | null>`to_jsonb(da)`.as('default_address'),
+      jsonOf<AddressRecord>('ra', ADDRESS_JSON_COLUMNS).as('registered_address'),
+      jsonOf<LocationRecord>('dl', LOCATION_JSON_COLUMNS).as('default_location'),
+      jsonOf<AddressRecord>('da', ADDRESS_JSON_COLUMNS).as('default_address'),
       sql<number>`(select count(*) from locations ol
         where ol.org_id = orgs.id and (ol.closed_date is null or ol.closed_date > current_date))`.as(
         'open_locations',
@@ -86,4 +94,25 @@ export async function findOrgIdByRef(db: Db, ref: OrgRef) {
     .where((eb) => matchesRef(eb, ref))
     .limit(1)
     .executeTakeFirst();
+}
+
+/**
+ * findOrgByRef as prepared statements, one per kind of domain (see prepared.ts); for the API's
+ * single-Org read. Arguments: `uid` and `cc`, or `slug`.
+ */
+export function prepareOrgByRef(db: Db) {
+  const byArgs = (ref: OrgRef) =>
+    orgQuery(db)
+      .where((eb) => matchesRef(eb, ref))
+      .limit(1);
+  return {
+    stable: new PreparedQuery<OrgRecord>(
+      'bizdir_org_by_domain',
+      byArgs({ kind: 'org', uid: arg('uid'), cc: arg('cc') }),
+    ),
+    public: new PreparedQuery<OrgRecord>(
+      'bizdir_org_by_public_domain',
+      byArgs({ kind: 'org-public', slug: arg('slug') }),
+    ),
+  };
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../../shared/db.js';
+import type { RateLimitRule } from '../credits/redis-counters.js';
 
 /** What a request needs to know about the key it presented: who pays and under which plan. */
 export interface KeyPrincipal {
@@ -10,6 +11,8 @@ export interface KeyPrincipal {
   subscriptionUid: string;
   credits: number;
   anchorDate: string;
+  /** The account's rate limit; null: none. */
+  rateLimit: RateLimitRule | null;
 }
 
 export async function insertApiKey(db: Db, accountId: number, prefix: string, hash: Buffer) {
@@ -22,7 +25,7 @@ export async function insertApiKey(db: Db, accountId: number, prefix: string, ha
 
 /** The live (not revoked) key stored under `prefix`, with its account's plan. */
 export async function findLiveKeyByPrefix(db: Db, prefix: string): Promise<KeyPrincipal | undefined> {
-  return db
+  const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('accounts as a', 'a.id', 'k.account_id')
     .innerJoin('subscriptions as s', 's.account_id', 'a.id')
@@ -35,10 +38,15 @@ export async function findLiveKeyByPrefix(db: Db, prefix: string): Promise<KeyPr
       's.uid as subscriptionUid',
       's.credits as credits',
       's.anchor_date as anchorDate',
+      'a.rate_limit_requests',
+      'a.rate_limit_seconds',
     ])
     .where('k.prefix', '=', prefix)
     .where('k.revoked_at', 'is', null)
     .executeTakeFirst();
+  if (!row) return undefined;
+  const { rate_limit_requests: max, rate_limit_seconds: windowSeconds, ...principal } = row;
+  return { ...principal, rateLimit: max && windowSeconds ? { max, windowSeconds } : null };
 }
 
 export async function isKeyLive(db: Db, keyId: number): Promise<boolean> {

@@ -22,11 +22,11 @@ export interface ChargeResult {
  */
 export async function chargeBatch(db: Db, lines: readonly ChargeLine[]): Promise<ChargeResult[]> {
   const { rows } = await sql<{ subscription_id: number; period_start: Date; accepted: number; used: number }>`
-    select * from bizdir_charge(
+    select c.* from (select set_config('synchronous_commit', 'off', true)) s, bizdir_charge(
       ${lines.map((l) => l.subscriptionId)}::bigint[],
       ${lines.map((l) => l.periodStart.toISOString())}::timestamptz[],
       ${lines.map((l) => l.n)}::int[],
-      ${lines.map((l) => l.limit)}::int[])`.execute(db);
+      ${lines.map((l) => l.limit)}::int[]) c`.execute(db);
   return rows.map((r) => ({
     subscriptionId: r.subscription_id,
     periodStart: r.period_start,

@@ -4,6 +4,7 @@ import { healthRoutes } from './health.routes.js';
 import { locationRoutes } from './location.routes.js';
 import { orgRoutes } from './org.routes.js';
 import { searchRoutes } from './search.routes.js';
+import { usageRoutes } from './usage.routes.js';
 
 /**
  * Every route plugin of the API, registered in this order by buildApp. To add routes (search), write
@@ -18,4 +19,5 @@ export const ROUTE_PLUGINS: readonly FastifyPluginAsync[] = [
   orgRoutes,
   locationRoutes,
   contactRoutes,
+  usageRoutes,
 ];

@@ -88,6 +88,32 @@ export const meteredErrors = {
   402: ErrorSchema,
   403: ErrorSchema,
   404: ErrorSchema,
+  429: ErrorSchema,
   500: ErrorSchema,
   503: ErrorSchema,
 } as const;
+
+/** Shown on every conditional read (the single-record and list GETs). */
+export const CONDITIONAL_READ =
+  'Conditional reads: every 200 carries a strong `ETag` that changes exactly when the body apart from ' +
+  '`request` changes. Send it back as `If-None-Match` to get `304 Not Modified` with no body and no ' +
+  'credit used (the 304 is not counted in `requests_this_period`, and is answered even when the ' +
+  "period's credits are spent); a stale tag gets the normal 200. The api_key is checked first: a bad " +
+  'key is 403, never 304. A 304 counts against the rate limit like any other request.';
+
+const ETAG_HEADER = {
+  ETag: {
+    type: 'string',
+    description: 'Strong entity tag of the body apart from `request`; send it back in If-None-Match.',
+  },
+};
+
+/** A 200 response schema documented with its ETag header (@fastify/swagger reads `headers`). */
+export const withEtag = <T extends TSchema>(schema: T): T =>
+  ({ ...schema, headers: { ...ETAG_HEADER } }) as T;
+
+export const NotModifiedSchema = Type.Unsafe<null>({
+  type: 'null',
+  description: 'Not Modified: the If-None-Match tag is current. No body, no credit used.',
+  headers: { ...ETAG_HEADER },
+});

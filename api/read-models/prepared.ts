@@ -1,0 +1,43 @@
+import type { Compilable } from 'kysely';
+import type pg from 'pg';
+
+/** A bind value standing for the named argument `name` while a query is compiled. */
+export const arg = (name: string) => `\u0000arg:${name}`;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: a NUL marks a placeholder that no SQL text contains
+const ARG = /^\u0000arg:(.+)$/;
+
+/**
+ * A read-model query built once with Kysely and run as a named prepared statement: Postgres parses
+ * and plans it once per connection instead of once per request (measured with pgbench on the Org
+ * query, 8 clients: 3,645 tps planned per request, 9,668 prepared), and no query is built in
+ * JavaScript per request. Arguments are bound by name: compile the query with `arg('x')` where the
+ * value goes, then `run(pool, { x })`.
+ */
+export class PreparedQuery<R> {
+  private readonly text: string;
+  private readonly template: readonly unknown[];
+
+  constructor(
+    private readonly name: string,
+    query: Compilable<R>,
+  ) {
+    const compiled = query.compile();
+    this.text = compiled.sql;
+    this.template = compiled.parameters;
+  }
+
+  async run(pool: pg.Pool, args: Record<string, unknown>): Promise<R[]> {
+    const values = this.template.map((p) => {
+      const m = typeof p === 'string' ? ARG.exec(p) : null;
+      if (!m) return p;
+      if (!(m[1]! in args)) throw new Error(`${this.name}: no value for ${m[1]}`);
+      return args[m[1]!];
+    });
+    const result = await pool.query({ name: this.name, text: this.text, values });
+    return result.rows as R[];
+  }
+
+  async first(pool: pg.Pool, args: Record<string, unknown>): Promise<R | undefined> {
+    return (await this.run(pool, args))[0];
+  }
+}

@@ -1,0 +1,68 @@
+import type pg from 'pg';
+import type { Db } from '../../shared/db.js';
+import { orgDomain } from '../../shared/domains.js';
+import { toLocationView } from '../views/location.view.js';
+import { toOrgView } from '../views/org.view.js';
+import {
+  type Rendered,
+  rendered,
+  serializeLocation,
+  serializeLocationsList,
+  serializeOrg,
+} from '../views/rendered.view.js';
+import {
+  countOrgLocations,
+  type LocationRef,
+  listOrgLocations,
+  prepareLocationByRef,
+} from './location.read-model.js';
+import { findOrgIdByRef, type OrgRef, prepareOrgByRef } from './org.read-model.js';
+
+/**
+ * The single-record reads of the API, each as its sent JSON and ETag (see rendered.view.ts).
+ * undefined: no record has that domain.
+ */
+export class RenderedRecords {
+  private readonly orgByRef: ReturnType<typeof prepareOrgByRef>;
+  private readonly locationByRef: ReturnType<typeof prepareLocationByRef>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly pool: pg.Pool,
+    private readonly suffix: string,
+  ) {
+    this.orgByRef = prepareOrgByRef(db);
+    this.locationByRef = prepareLocationByRef(db);
+  }
+
+  async org(ref: OrgRef): Promise<Rendered | undefined> {
+    const row =
+      ref.kind === 'org'
+        ? await this.orgByRef.stable.first(this.pool, { uid: ref.uid, cc: ref.cc })
+        : await this.orgByRef.public.first(this.pool, { slug: ref.slug });
+    return row && rendered(serializeOrg(toOrgView(row, this.suffix)));
+  }
+
+  async location(ref: LocationRef): Promise<Rendered | undefined> {
+    const row =
+      ref.kind === 'location'
+        ? await this.locationByRef.stable.first(this.pool, { uid: ref.uid, cc: ref.cc })
+        : await this.locationByRef.public.first(this.pool, { slug: ref.slug });
+    if (!row) return undefined;
+    const org = orgDomain(row.org_uid, row.org_domain_cc, this.suffix);
+    return rendered(serializeLocation(toLocationView(row, row.address, org, this.suffix)));
+  }
+
+  /** One page of an Org's Locations (`{total, results}`); the tag covers that page. */
+  async orgLocations(ref: OrgRef, limit: number, offset: number): Promise<Rendered | undefined> {
+    const org = await findOrgIdByRef(this.db, ref);
+    if (!org) return undefined;
+    const [total, rows] = await Promise.all([
+      countOrgLocations(this.db, org.id),
+      listOrgLocations(this.db, org.id, limit, offset),
+    ]);
+    const domain = orgDomain(org.uid, org.domain_cc, this.suffix);
+    const results = rows.map((l) => toLocationView(l, l.address, domain, this.suffix));
+    return rendered(serializeLocationsList({ total, results }));
+  }
+}
