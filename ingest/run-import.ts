@@ -277,6 +277,20 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
       let parts = await partsOf(db, fresh);
       // Parts whose jobs are gone (a flushed queue, a job that stalled out) are read here.
       for (const part of parts) if (!isPartDone(part.status)) await runPart(deps, part.id).catch(() => {});
+      // Staged rows lost since their part was read (a database crash empties the unlogged staging
+      // table): read those parts again, or the merge would miss them and `--full` would mark their
+      // companies as gone.
+      await staged.open(db, runId);
+      for (const part of await partsOf(db, fresh)) {
+        if (part.status !== 'succeeded') continue;
+        if ((await staged.stagedRows(db, runId, part.part_no)) === Number(part.accepted)) continue;
+        deps.logger?.warn({ runId, part: part.part_no }, 'staged rows lost; reading the part again');
+        await db.transaction().execute(async (trx) => {
+          await staged.dropPart(trx, runId, part.part_no);
+          await restartPart(trx, part);
+        });
+        await runPart(deps, part.id);
+      }
       parts = await partsOf(db, fresh);
       const failed = parts.filter((p) => p.status === 'failed');
       const unread = parts.filter((p) => !isPartDone(p.status));

@@ -306,6 +306,28 @@ describe('registrar import', () => {
     ]);
   });
 
+  it('staged rows lost before the merge (a database crash empties the staging table): the part is read again, --full marks nothing wrongly', async () => {
+    const all = ['00000201', '00000202', '00000203'].map((n) => registrarFields(n, `LOST ${n} LTD`));
+    await importFeed(t.db, 'registrar', file('lost-all.csv', registrarCsv(all)));
+    const source = file('lost-part.csv', registrarCsv(all.slice(0, 2)));
+    const run = await createImportRun(t.db, {
+      feed: 'registrar',
+      parts: [{ source, entry: null }],
+      options: { country: 'GB', full: true },
+    });
+    const [part] = await partsOf(t.db, run);
+    await runPart({ db: t.db }, part!.id);
+    await sql`truncate ${sql.table(`import_stage_${run.id}`)}`.execute(t.db);
+    const settled = await settleRun({ db: t.db }, run.id);
+    expect(settled).toMatchObject({ status: 'succeeded', rows_read: 2, unchanged: 2, closed: 1 });
+    const state = await registerState(t.db);
+    expect(state.map((o) => [o.registration_number, o.left_register_on !== null])).toEqual([
+      ['00000201', false],
+      ['00000202', false],
+      ['00000203', true],
+    ]);
+  });
+
   it('--full marks companies missing from the file as left the register, and clears it when they return', async () => {
     const all = ['00000001', '00000002', '00000003'].map((n) => registrarFields(n, `COMPANY ${n} LTD`));
     await importFeed(t.db, 'registrar', file('all.csv', registrarCsv(all)));
