@@ -56,7 +56,11 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     const log = deps.logger.child({ queue });
     worker.on('error', (err) => log.error({ err }, 'worker error'));
     worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled; it will be retried'));
-    worker.on('completed', (job) => log.info({ jobId: job.id, name: job.name }, 'job completed'));
+    worker.on('completed', (job, result) => {
+      // The index sweep runs every few seconds and usually finds nothing: that is debug, not info.
+      const idle = (result as { batches?: number } | undefined)?.batches === 0;
+      log[idle ? 'debug' : 'info']({ jobId: job.id, name: job.name }, 'job completed');
+    });
     worker.on('failed', (job, err) => {
       log.warn({ jobId: job?.id, name: job?.name, err: err.message }, 'job failed');
       // A job that failed for good without its processor seeing it (e.g. stalled too often).

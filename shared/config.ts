@@ -19,12 +19,16 @@ const Env = Type.Object({
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
   ),
+  /** Log lines as JSON, or human-readable (pino-pretty); `auto`: human on a terminal, JSON otherwise. */
+  LOG_FORMAT: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')]),
   /** Prefix of every BullMQ key; tests use their own so they never touch a user's queues. */
   QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$' }),
   /** Name of the Meilisearch index alias that serves Org search; tests use their own. */
   MEILI_INDEX: Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' }),
   /** Folder for local state (embedded services, downloaded feeds). */
   DATA_DIR: Type.String({ minLength: 1 }),
+  /** The API's in-memory cache of rendered Orgs and Locations (api/read-models/record-cache.ts). */
+  RECORD_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
   MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),
 });
@@ -34,9 +38,11 @@ const DEFAULTS = {
   HOST: '127.0.0.1',
   PORT: '3000',
   LOG_LEVEL: 'info',
+  LOG_FORMAT: 'auto',
   QUEUE_PREFIX: 'bizdir',
   MEILI_INDEX: 'orgs',
   DATA_DIR: '.data',
+  RECORD_CACHE: 'on',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
 } as const;
 
@@ -50,9 +56,11 @@ const MESSAGES: Record<string, string> = {
   PORT: 'must be an integer from 0 to 65535',
   ADMIN_TOKEN: 'must be at least 16 characters when set',
   LOG_LEVEL: 'must be one of fatal, error, warn, info, debug, trace, silent',
+  LOG_FORMAT: 'must be one of auto, json, pretty',
   QUEUE_PREFIX: 'must be 1-64 characters of letters, digits, _ : -',
   MEILI_INDEX: 'must be 1-200 characters of letters, digits, _ -',
   DATA_DIR: 'must not be empty',
+  RECORD_CACHE: 'must be on or off',
   MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
 };
 
@@ -68,9 +76,11 @@ export interface Config {
   readonly port: number;
   readonly adminToken: string | undefined;
   readonly logLevel: EnvValues['LOG_LEVEL'];
+  readonly logFormat: EnvValues['LOG_FORMAT'];
   readonly queuePrefix: string;
   readonly meiliIndex: string;
   readonly dataDir: string;
+  readonly recordCache: boolean;
   readonly meiliMaxIndexingMemory: string;
 }
 
@@ -109,9 +119,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: v.PORT,
     adminToken: v.ADMIN_TOKEN,
     logLevel: v.LOG_LEVEL,
+    logFormat: v.LOG_FORMAT,
     queuePrefix: v.QUEUE_PREFIX,
     meiliIndex: v.MEILI_INDEX,
     dataDir: v.DATA_DIR,
+    recordCache: v.RECORD_CACHE === 'on',
     meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
   });
 }

@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
+import pretty from 'pino-pretty';
 import type { Config } from './config.js';
 
 export type { Logger };
@@ -20,14 +21,28 @@ interface LoggableRequest {
   socket?: { remotePort?: number };
 }
 
+/** Where log lines go: standard output (1) or standard error (2). */
+export type LogFd = 1 | 2;
+
 /**
- * Structured JSON logs; secrets are redacted wherever they could appear. `destination` is for
- * callers that keep stdout for people (bizdir start writes logs to stderr) and for tests.
+ * The format a logger writes: LOG_FORMAT=json or pretty as asked; `auto` (the default) is pretty
+ * when the lines go to a terminal and JSON otherwise (pipes, files, services, log collectors).
+ */
+export function resolveLogFormat(format: Config['logFormat'], isTty: boolean): 'json' | 'pretty' {
+  if (format === 'auto') return isTty ? 'pretty' : 'json';
+  return format;
+}
+
+/**
+ * Structured logs; secrets are redacted wherever they could appear. Lines go to `fd` (bizdir start
+ * writes its logs to stderr, keeping stdout for the banner a person reads) as JSON, or as human
+ * lines (pino-pretty, colored on a terminal) per resolveLogFormat. `destination` (tests) takes JSON.
  */
 export function createLogger(
-  config: Pick<Config, 'logLevel'>,
+  config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>,
   bindings: Record<string, unknown> = {},
   destination?: DestinationStream,
+  fd: LogFd = 1,
 ): Logger {
   const options = {
     level: config.logLevel,
@@ -53,5 +68,66 @@ export function createLogger(
       }),
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (destination) return pino(options, destination);
+  const isTty = (fd === 1 ? process.stdout : process.stderr).isTTY === true;
+  if (resolveLogFormat(config.logFormat ?? 'auto', isTty) === 'pretty') {
+    // In this process (no worker thread) and synchronous, so no line is lost at exit.
+    const stream = pretty({
+      destination: fd,
+      sync: true,
+      colorize: isTty,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+      singleLine: false,
+    });
+    return pino(options, stream);
+  }
+  return fd === 1 ? pino(options) : pino(options, pino.destination(2));
+}
+
+/**
+ * Reports a backing service's outages in the log: one warning when it is lost (however many errors
+ * follow while it is away) and one line when it is back, with how long it was gone.
+ */
+export function outageReporter(log: Logger, service: string) {
+  let since: number | null = null;
+  return {
+    down(err: unknown): void {
+      if (since !== null) return;
+      since = Date.now();
+      const reason = err instanceof Error ? err.message || err.name : String(err);
+      log.warn({ service, err: reason }, `${service} connection lost; retrying`);
+    },
+    up(): void {
+      if (since === null) return;
+      log.info({ service, down_ms: Date.now() - since }, `${service} connection back`);
+      since = null;
+    },
+  };
+}
+
+/** Logs the outages of a Redis client (ioredis emits `error` on each failed attempt, `ready` when back). */
+export function reportRedisOutages(
+  log: Logger,
+  redis: { on(event: 'error', f: (e: Error) => void): unknown; on(event: 'ready', f: () => void): unknown },
+  service = 'Redis',
+): void {
+  const outage = outageReporter(log, service);
+  redis.on('error', (err) => outage.down(err));
+  redis.on('ready', () => outage.up());
+}
+
+/**
+ * Logs the outages of a pg pool: an idle connection's error, or a failed attempt to connect, is a
+ * loss; the next connection made is the recovery.
+ */
+export function reportPgOutages(
+  log: Logger,
+  pool: { on(event: 'error', f: (e: Error) => void): unknown; on(event: 'connect', f: () => void): unknown },
+  service = 'Postgres',
+): { down(err: unknown): void } {
+  const outage = outageReporter(log, service);
+  pool.on('error', (err) => outage.down(err));
+  pool.on('connect', () => outage.up());
+  return outage;
 }

@@ -90,7 +90,7 @@ describe('API keys (created and revoked through the real CLI)', () => {
 
     // Revoking again finds no live key (the CLI says so and exits 1, through the same function).
     expect((await revokeKey(t.db, null, redisNs.prefix, second.api_key.slice(0, 12))).revoked).toBe(false);
-  });
+  }, 120_000);
 
   it('refused requests cost nothing, and bad CLI input is refused with a clear reason', async () => {
     const before = (await get(app, orgPath, account.api_key)).body.request as {

@@ -34,7 +34,7 @@ async function serve(env: Record<string, string>): Promise<Served> {
   const child = spawnCli(['serve'], { ...env, PORT: String(port) });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1200; i++) {
     const up = await fetch(`${base}/healthz`).then(
       (r) => r.ok,
       () => false,
@@ -52,7 +52,7 @@ const tally = (statuses: number[]) => {
   return counts;
 };
 
-describe('rate limits across two API processes', () => {
+describe('rate limits across two API processes', { timeout: 120_000 }, () => {
   let t: TestDb;
   let orgPath: string;
   let env: Record<string, string>;
@@ -74,7 +74,7 @@ describe('rate limits across two API processes', () => {
     orgPath = `/v1/org/${await importOneOrg(t.db)}`;
     env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: redisNs.prefix };
     servers.push(...(await Promise.all([serve(env), serve(env)])));
-  });
+  }, 180_000);
 
   afterAll(async () => {
     for (const s of servers) s.child.kill('SIGTERM');

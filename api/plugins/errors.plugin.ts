@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { classifyError, errorBody } from './error-mapping.js';
+import { serviceOf } from './infra.plugin.js';
 
 /**
  * One error handler: every non-200 is `{code, message}` (DECISIONS.md, Errors) and nothing internal
@@ -21,7 +22,14 @@ export const errorsPlugin = fp(
 
     app.setErrorHandler((error, request, reply) => {
       const { status, reason, internal } = classifyError(error);
-      if (internal) request.log.error({ err: error }, 'request failed');
+      if (status === 503 && internal && app.hasDecorator('outages')) {
+        // A backing service is away: logged once per outage (infra plugin), not once per request.
+        const outages = (
+          app as unknown as { outages: Record<'postgres' | 'redis', { down(e: unknown): void }> }
+        ).outages;
+        outages[serviceOf(error)].down(error);
+        request.log.debug({ err: error }, 'request failed: backing service unavailable');
+      } else if (internal) request.log.error({ err: error }, 'request failed');
       return reply.code(status).type('application/json').send(errorBody(status, reason));
     });
 

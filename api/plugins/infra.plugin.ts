@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { type Config, LOCAL_DEFAULTS } from '../../shared/config.js';
 import { createDb, type Db } from '../../shared/db.js';
+import { type Logger, outageReporter } from '../../shared/logger.js';
 import { createRedis } from '../../shared/redis.js';
 
 declare module 'fastify' {
@@ -14,7 +15,22 @@ declare module 'fastify' {
     redis: Redis;
     /** Current time for data-credit periods; injectable so tests can cross a period boundary. */
     clock: () => Date;
+    /** Logs an outage of Postgres or Redis once, and its end (see outageReporter). */
+    outages: { postgres: Outage; redis: Outage; meilisearch: Outage };
   }
+}
+
+type Outage = ReturnType<typeof outageReporter>;
+
+/** Which backing service an error that made a request unavailable (503) came from. */
+export function serviceOf(error: unknown): 'postgres' | 'redis' {
+  const e = error as { name?: string; message?: string; command?: unknown };
+  if (e?.command !== undefined || e?.name === 'MaxRetriesPerRequestError') return 'redis';
+  return /Stream isn't writeable|Connection is closed|Command timed out|enableOfflineQueue/i.test(
+    e?.message ?? '',
+  )
+    ? 'redis'
+    : 'postgres';
 }
 
 /** Waits for the first Redis connection, so the first requests do not meet a connecting client. */
@@ -66,6 +82,18 @@ export const infraPlugin = fp<InfraOptions>(
     app.decorate('pool', pg.pool);
     app.decorate('redis', redis);
     app.decorate('clock', clock);
+    // Outages are logged once each, with their end, however many requests meet them (503s).
+    const log = app.log as unknown as Logger;
+    const outages = {
+      postgres: outageReporter(log, 'Postgres'),
+      redis: outageReporter(log, 'Redis'),
+      meilisearch: outageReporter(log, 'Meilisearch'),
+    };
+    pg.pool.on('error', (err) => outages.postgres.down(err));
+    pg.pool.on('connect', () => outages.postgres.up());
+    redis.on('error', (err) => outages.redis.down(err));
+    redis.on('ready', () => outages.redis.up());
+    app.decorate('outages', outages);
     app.addHook('onClose', async () => {
       await pg.close();
       redis.disconnect();

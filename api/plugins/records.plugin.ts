@@ -1,4 +1,6 @@
 import fp from 'fastify-plugin';
+import { LOCAL_DEFAULTS } from '../../shared/config.js';
+import { RecordCache } from '../read-models/record-cache.js';
 import { RenderedRecords } from '../read-models/rendered-records.js';
 
 declare module 'fastify' {
@@ -10,7 +12,14 @@ declare module 'fastify' {
 
 export const recordsPlugin = fp(
   async (app) => {
-    app.decorate('records', new RenderedRecords(app.db, app.pool, app.config.domainSuffix));
+    const cache = app.config.recordCache
+      ? new RecordCache(app.config.databaseUrl ?? LOCAL_DEFAULTS.databaseUrl, app.log)
+      : null;
+    await cache?.start();
+    app.addHook('onClose', async () => {
+      await cache?.close();
+    });
+    app.decorate('records', new RenderedRecords(app.db, app.pool, app.config.domainSuffix, cache));
   },
   { name: 'bizdir-records', dependencies: ['bizdir-infra'] },
 );

@@ -62,7 +62,7 @@ function orgQuery(db: Db) {
       jsonOf<LocationRecord>('dl', LOCATION_JSON_COLUMNS).as('default_location'),
       jsonOf<AddressRecord>('da', ADDRESS_JSON_COLUMNS).as('default_address'),
       sql<number>`(select count(*) from locations ol
-        where ol.org_id = orgs.id and (ol.closed_date is null or ol.closed_date > current_date))`.as(
+        where ol.org_id = orgs.id and (ol.closed_date is null or ol.closed_date > (now() at time zone 'UTC')::date))`.as(
         'open_locations',
       ),
     ]);

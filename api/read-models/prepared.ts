@@ -2,9 +2,8 @@ import type { Compilable } from 'kysely';
 import type pg from 'pg';
 
 /** A bind value standing for the named argument `name` while a query is compiled. */
-export const arg = (name: string) => `\u0000arg:${name}`;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: a NUL marks a placeholder that no SQL text contains
-const ARG = /^\u0000arg:(.+)$/;
+export const arg = (name: string) => `{bizdir-arg:${name}}`;
+const ARG = /^\{bizdir-arg:(.+)\}$/;
 
 /**
  * A read-model query built once with Kysely and run as a named prepared statement: Postgres parses

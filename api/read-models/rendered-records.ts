@@ -17,6 +17,7 @@ import {
   prepareLocationByRef,
 } from './location.read-model.js';
 import { findOrgIdByRef, type OrgRef, prepareOrgByRef } from './org.read-model.js';
+import type { RecordCache } from './record-cache.js';
 
 /**
  * The single-record reads of the API, each as its sent JSON and ETag (see rendered.view.ts).
@@ -30,12 +31,25 @@ export class RenderedRecords {
     private readonly db: Db,
     private readonly pool: pg.Pool,
     private readonly suffix: string,
+    private readonly cache: RecordCache | null,
   ) {
     this.orgByRef = prepareOrgByRef(db);
     this.locationByRef = prepareLocationByRef(db);
   }
 
-  async org(ref: OrgRef): Promise<Rendered | undefined> {
+  org(ref: OrgRef): Promise<Rendered | undefined> {
+    if (!this.cache) return this.readOrg(ref);
+    const key = ref.kind === 'org' ? `o:${ref.uid}.${ref.cc}` : `op:${ref.slug}`;
+    return this.cache.get(key, () => this.readOrg(ref));
+  }
+
+  location(ref: LocationRef): Promise<Rendered | undefined> {
+    if (!this.cache) return this.readLocation(ref);
+    const key = ref.kind === 'location' ? `l:${ref.uid}.${ref.cc}` : `lp:${ref.slug}`;
+    return this.cache.get(key, () => this.readLocation(ref));
+  }
+
+  private async readOrg(ref: OrgRef): Promise<Rendered | undefined> {
     const row =
       ref.kind === 'org'
         ? await this.orgByRef.stable.first(this.pool, { uid: ref.uid, cc: ref.cc })
@@ -43,7 +57,7 @@ export class RenderedRecords {
     return row && rendered(serializeOrg(toOrgView(row, this.suffix)));
   }
 
-  async location(ref: LocationRef): Promise<Rendered | undefined> {
+  private async readLocation(ref: LocationRef): Promise<Rendered | undefined> {
     const row =
       ref.kind === 'location'
         ? await this.locationByRef.stable.first(this.pool, { uid: ref.uid, cc: ref.cc })

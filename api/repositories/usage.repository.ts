@@ -18,7 +18,11 @@ export interface ChargeResult {
 /**
  * Adds a batch of served requests to the ledger in one statement; each line is capped at its plan
  * (bizdir_charge, migration 0002). Lines must be sorted by (subscription, period) so two processes
- * lock ledger rows in the same order and cannot deadlock.
+ * lock ledger rows in the same order and cannot deadlock. The statement commits with
+ * synchronous_commit off (set_config(..., true) lasts until its implicit transaction commits): the
+ * 200 still waits for the commit, so an API crash loses nothing, but not for the WAL flush, so a
+ * crash of Postgres itself may lose the last fraction of a second of charges (at most three
+ * wal_writer_delay, 0.6 s by default) while Redis still counts them.
  */
 export async function chargeBatch(db: Db, lines: readonly ChargeLine[]): Promise<ChargeResult[]> {
   const { rows } = await sql<{ subscription_id: number; period_start: Date; accepted: number; used: number }>`

@@ -98,9 +98,13 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
           { db: app.db, meili, indexUid, domainSuffix: config.domainSuffix },
           { q, sort, limit, offset },
         );
+        app.outages.meilisearch.up();
       } catch (error) {
-        if (error instanceof SearchUnavailableError)
+        if (error instanceof SearchUnavailableError) {
+          // Logged once per outage, with its end (infra plugin), not once per 503.
+          app.outages.meilisearch.down(error);
           throw serviceUnavailable('Search is temporarily unavailable');
+        }
         throw error;
       }
       const orgs = await findOrgsByIds(app.db, page.ids);

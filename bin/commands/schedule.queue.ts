@@ -18,7 +18,13 @@ export async function withSchedulerQueue(fn: (queue: SchedulerQueue) => Promise<
     return false;
   }
   const queue = new Queue(SCHEDULE_QUEUE, { connection, prefix: config.queuePrefix });
-  queue.on('error', () => {});
+  // A connection error while the change is applied: said once; the command's own result says the rest.
+  let warned = false;
+  queue.on('error', (err) => {
+    if (warned) return;
+    warned = true;
+    process.stderr.write(`bizdir: warning: Redis connection error: ${err.message}\n`);
+  });
   try {
     await fn(queue);
     return true;

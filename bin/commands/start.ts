@@ -1,14 +1,13 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
 import { buildApp } from '../../api/app.js';
 import { DASHBOARD_PATH } from '../../api/ops/ops.plugin.js';
 import { openProducerQueue } from '../../jobs/queue.js';
 import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
 import type { Config } from '../../shared/config.js';
 import { createDb, ensureDatabase, migrateToLatest } from '../../shared/db.js';
-import { createLogger, type Logger } from '../../shared/logger.js';
+import { createLogger, type Logger, reportPgOutages, reportRedisOutages } from '../../shared/logger.js';
 import { createRedis } from '../../shared/redis.js';
 import { RedisNotInstalledError } from '../../shared/services/embedded-redis.js';
 import {
@@ -87,7 +86,7 @@ function banner(url: string, embedded: string[], dataDir: string, adminToken: st
 async function runStart(opts: StartOptions): Promise<void> {
   const base = cliConfig();
   // Logs go to stderr so stdout stays the banner a person (or the start test) reads.
-  const log = createLogger(base, { service: 'bizdir' }, pino.destination(2));
+  const log = createLogger(base, { service: 'bizdir' }, undefined, 2);
   const services = await startServices(base, log);
   const closers: Closer[] = [{ name: 'embedded services', close: () => services.stop() }];
   let app: FastifyInstance | undefined;
@@ -109,6 +108,9 @@ async function runStart(opts: StartOptions): Promise<void> {
     await migrateToLatest(dbHandle.db, (line) => log.info(line));
 
     const connection = createRedis(config.redisUrl ?? '', 'worker');
+    // Outages of either are logged once each, with their end (the clients reconnect by themselves).
+    reportPgOutages(log, dbHandle.pool);
+    reportRedisOutages(log, connection);
     closers.push({
       name: 'worker redis',
       close: () => connection.quit().catch(() => connection.disconnect()),

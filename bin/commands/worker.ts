@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
 import { createDb } from '../../shared/db.js';
-import { createLogger } from '../../shared/logger.js';
+import { createLogger, reportPgOutages, reportRedisOutages } from '../../shared/logger.js';
 import { QUEUE_NAMES, type QueueName } from '../../shared/queues.js';
 import { createRedis } from '../../shared/redis.js';
 import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';
@@ -68,6 +68,9 @@ export function registerWorker(program: Command): void {
         applicationName: 'bizdir-worker',
       });
       const connection = createRedis(redisUrlOf(config), 'worker');
+      // Outages of either are logged once each, with their end (the clients reconnect by themselves).
+      reportPgOutages(logger, dbHandle.pool);
+      reportRedisOutages(logger, connection);
       const deps = createWorkerDeps(config, dbHandle.db, connection, logger);
       let running: ReturnType<typeof startWorkers>;
       try {
