@@ -22,6 +22,8 @@ export interface CsvRecord {
   fields: string[];
   /** Set when the record is malformed (bad quoting); `fields` is then unreliable. */
   error?: string;
+  /** Set when the reader was asked to leave fields unsplit (`deferFields`): see splitFields. */
+  deferred?: true;
 }
 
 export interface CsvReaderOptions {
@@ -29,12 +31,20 @@ export interface CsvReaderOptions {
   batchSize?: number;
   /** A record longer than this is malformed (a stray quote would otherwise swallow the file). */
   maxRecordChars?: number;
+  /**
+   * Leave the fields of data records unsplit (`fields` empty, `deferred` set): a feed that recognises
+   * unchanged rows by their raw text splits only the others (splitFields), which saves papaparse's
+   * work on most rows of a re-import.
+   */
+  deferFields?: boolean;
 }
 
 export interface CsvReader {
   /** Header names, trimmed. */
   header: string[];
   headerLine: number;
+  /** The header line as written (a feed may fingerprint rows together with it). */
+  headerRaw: string;
   /** Data records in batches; each batch is read only when asked for. */
   batches: AsyncGenerator<CsvRecord[], void, undefined>;
 }
@@ -200,25 +210,42 @@ export function parseRecords(records: RawRecord[]): CsvRecord[] {
   return parsed;
 }
 
-/** Groups records into batches of `size` and splits their fields, one batch at a time. */
+/** Records whose fields are split later (splitFields), or not at all. */
+const deferRecords = (records: RawRecord[]): CsvRecord[] =>
+  records.map((r) => ({ ...r, fields: [], deferred: true as const }));
+
+/** Splits the fields of deferred records (others are returned as they are). */
+export function splitFields(records: readonly CsvRecord[]): CsvRecord[] {
+  if (!records.some((r) => r.deferred)) return [...records];
+  const todo = records.filter((r) => r.deferred);
+  const split = parseRecords(
+    todo.map((r) => (r.error ? { line: r.line, raw: r.raw, error: r.error } : { line: r.line, raw: r.raw })),
+  );
+  let k = 0;
+  return records.map((r) => (r.deferred ? split[k++]! : r));
+}
+
+/** Groups records into batches of `size` and splits their fields (unless deferred), one batch at a time. */
 async function* batchesOf(
   first: readonly RawRecord[],
   rest: AsyncGenerator<RawRecord[]>,
   size: number,
+  defer: boolean,
 ): AsyncGenerator<CsvRecord[]> {
+  const cut = defer ? deferRecords : parseRecords;
   let pending: RawRecord[] = [];
   const add = function* (records: readonly RawRecord[]): Generator<CsvRecord[]> {
     for (const rec of records) {
       pending.push(rec);
       if (pending.length >= size) {
-        yield parseRecords(pending);
+        yield cut(pending);
         pending = [];
       }
     }
   };
   yield* add(first);
   for await (const records of rest) yield* add(records);
-  if (pending.length > 0) yield parseRecords(pending);
+  if (pending.length > 0) yield cut(pending);
 }
 
 /**
@@ -249,6 +276,7 @@ export async function openCsv(stream: Readable, options: CsvReaderOptions = {}):
   return {
     header: parsed.fields.map((h) => h.trim()),
     headerLine: head.line,
-    batches: batchesOf(first.slice(1), it, options.batchSize ?? 2000),
+    headerRaw: head.raw,
+    batches: batchesOf(first.slice(1), it, options.batchSize ?? 2000, options.deferFields === true),
   };
 }

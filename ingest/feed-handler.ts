@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database, ImportFeed, ImportOptionsJson } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
+import type { CsvRecord } from './csv.js';
 import type { NewIssue } from './import-issues.repository.js';
 import type { LookupColumns } from './table-stats.js';
 
@@ -32,8 +33,11 @@ export interface FeedHandler<R = unknown> {
   lockKey(options: ImportOptionsJson): string;
   /** The tables and columns its per-batch lookups filter on: kept analysed during a run (table-stats.ts). */
   readonly lookupColumns: LookupColumns;
-  prepare(header: readonly string[], options: ImportOptionsJson): PreparedFeed<R>;
+  /** `headerRaw`: the header line as written (for row fingerprints). */
+  prepare(header: readonly string[], options: ImportOptionsJson, headerRaw: string): PreparedFeed<R>;
   readonly staged?: StagedFeed;
+  /** Records reach the feed unsplit, and `recognize` decides which to split and normalize. */
+  readonly recognizesRows?: boolean;
 }
 
 /** A feed whose parts stage their rows and whose run merges them once every part is read. */
@@ -74,6 +78,12 @@ export interface RawImportOptions {
 
 export interface PreparedFeed<R> {
   normalize(fields: readonly string[], line: number, raw: string): NormalizedRow<R>;
+  /**
+   * Rows known to be unchanged from their raw text alone (a fingerprint stored with the record they
+   * were last written from): by index in `records`, the record to load in their place. They are
+   * neither split, checked nor normalized.
+   */
+  recognize?(db: Db, records: readonly CsvRecord[]): Promise<Map<number, R>>;
   loadBatch(
     trx: Transaction<Database>,
     rows: readonly BatchRow<R>[],
@@ -131,4 +141,16 @@ export interface FinishOutcome {
 /** A bad option value; the CLI prints it and enqueues nothing. */
 export class ImportOptionsError extends Error {
   override name = 'ImportOptionsError';
+}
+
+/**
+ * Staged rows that can no longer be merged: they were recognised unchanged while their part was read,
+ * and their records changed since (another run of the feed merged in between). The run reads those
+ * parts again (under the feed's lock, so it cannot happen twice) and goes on merging.
+ */
+export class StaleStagedRowsError extends Error {
+  override name = 'StaleStagedRowsError';
+  constructor(readonly partNos: readonly number[]) {
+    super(`rows of part ${partNos.join(', ')} changed in the database while the part was read`);
+  }
 }

@@ -270,7 +270,17 @@ export async function resetPart(trx: Transaction<Database>, part: ImportPart): P
     .execute();
   await trx
     .updateTable('import_run_parts')
-    .set({ rows_read: 0, accepted: 0, rejected: 0, warnings: 0, checkpoint_rows: 0, bytes_read: 0 })
+    .set({
+      rows_read: 0,
+      accepted: 0,
+      rejected: 0,
+      warnings: 0,
+      checkpoint_rows: 0,
+      bytes_read: 0,
+      // A part read again after it had finished (its staged rows went stale) is not done any more.
+      status: 'running',
+      finished_at: null,
+    })
     .where('id', '=', part.id)
     .execute();
   await trx

@@ -4,6 +4,7 @@ import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-
 import { closeMissingOrgs, mergeRegistrarChunk } from './registrar.loader.js';
 import { normalizeRegistrarRow, type RegistrarRecord } from './registrar.normalize.js';
 import { mapRegistrarHeader, readRegistrarRow } from './registrar.parser.js';
+import { recognizeUnchanged, rowFingerprint } from './registrar.recognize.js';
 import {
   createStage,
   deleteStagedPart,
@@ -36,12 +37,21 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
   // labels are looked up by primary key (`= any(...)`), whatever the statistics.
   lookupColumns: { orgs: ['registration_country', 'registration_number'] },
 
-  prepare(header, options: ImportOptionsJson): PreparedFeed<RegistrarRecord> {
+  recognizesRows: true,
+
+  prepare(header, options: ImportOptionsJson, headerRaw): PreparedFeed<RegistrarRecord> {
     const index = mapRegistrarHeader(header);
     const country = options.country ?? 'GB';
     const today = new Date();
+    const fingerprintOf = rowFingerprint(country, headerRaw);
     return {
-      normalize: (fields) => normalizeRegistrarRow(readRegistrarRow(fields, index), country, today),
+      normalize: (fields, _line, raw) => {
+        const result = normalizeRegistrarRow(readRegistrarRow(fields, index), country, today);
+        // A row with warnings is normalized (and its warnings reported) every time.
+        if (result.ok) result.record.fingerprint = result.warnings.length === 0 ? fingerprintOf(raw) : null;
+        return result;
+      },
+      recognize: (db, records) => recognizeUnchanged(db, country, index.number, fingerprintOf, records),
       loadBatch: async (trx, rows, ctx) => {
         await stageRows(trx, ctx.runId, ctx.partNo, rows);
         return { inserted: 0, updated: 0, unchanged: 0, duplicates: 0, changedOrgIds: [] };

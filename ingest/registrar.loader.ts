@@ -1,10 +1,16 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import { slugify } from '../shared/domains.js';
-import type { MergeOutcome } from './feed-handler.js';
+import { type MergeOutcome, StaleStagedRowsError } from './feed-handler.js';
 import { allocateSlugs, recordSlugs } from './public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
-import { nextWinners, stagedRecords, stageTableOf } from './registrar.stage.js';
+import {
+  nextWinners,
+  refreshFingerprints,
+  stagedRecords,
+  stageTableOf,
+  type Winner,
+} from './registrar.stage.js';
 
 /**
  * The one place that writes register records, from a run's staged rows (registrar.stage.ts), one
@@ -32,6 +38,7 @@ interface Ctx {
 }
 
 async function findExisting(trx: Transaction<Database>, country: string, numbers: string[]) {
+  if (numbers.length === 0) return new Map<string, Existing>();
   const { rows } = await sql<Omit<Existing, 'address_hash'>>`
     select o.id, o.registration_number as number, o.name, o.content_hash, o.left_register_on,
            o.registered_address_id as address_id
@@ -81,44 +88,39 @@ async function insertAddresses(
       ${addr(rows, 'country_code')}::text[], ${col(rows, (r) => r.record.addressHash)}::text[])`.execute(trx);
 }
 
-async function insertOrgs(
-  trx: Transaction<Database>,
-  rows: readonly { record: RegistrarRecord }[],
-  ctx: Ctx,
-) {
+/**
+ * New companies, straight from the staging table: only their names' slugs are worked out here (the
+ * public labels need allocateSlugs); the rows themselves never travel to JavaScript and back.
+ */
+async function insertOrgs(trx: Transaction<Database>, rows: readonly Winner[], ctx: Ctx) {
   if (rows.length === 0) return [];
   const slugs = await allocateSlugs(
     trx,
     'org',
-    rows.map((r) => ({ base: slugify(r.record.name) })),
+    rows.map((r) => ({ base: r.slug ?? 'org' })),
   );
-  const r = (k: keyof RegistrarRecord) => col(rows, (x) => x.record[k] as string | null);
   const cc = ctx.country.toLowerCase();
   // One statement for the addresses, the Orgs and their public domain labels (what recordSlugs
   // would do): a new company costs no extra round trip, which is most of a first import's time.
   // The address ids are drawn in `v` (materialized once) so each Org points at its own address.
   const { rows: inserted } = await sql<{ id: number }>`
-    with v as (
-      select u.*, nextval(pg_get_serial_sequence('addresses', 'id')) as address_id
-      from unnest(${slugs}::text[], ${r('name')}::text[], ${r('informal_name')}::text[], ${r('sic_code')}::text[],
-        ${r('number')}::text[], ${r('registration_date')}::date[], ${r('company_status')}::text[],
-        ${r('company_category')}::text[], ${r('orgHash')}::text[],
-        ${col(rows, (x) => x.record.address.country_code?.toLowerCase() ?? cc)}::text[],
-        ${addr(rows, 'line1')}::text[], ${addr(rows, 'line2')}::text[], ${addr(rows, 'line3')}::text[],
-        ${addr(rows, 'city')}::text[], ${addr(rows, 'state')}::text[], ${addr(rows, 'zip')}::text[],
-        ${addr(rows, 'country_code')}::text[], ${col(rows, (x) => x.record.addressHash)}::text[])
-        as u(slug, name, informal_name, sic_code, number, date, status, category, hash,
-             a_cc, line1, line2, line3, city, state, zip, country_code, a_hash)
+    with k as (
+      select * from unnest(${rows.map((r) => r.number)}::text[], ${slugs}::text[]) as k(number, slug)
+    ), v as materialized (
+      select s.*, k.slug as label, nextval(pg_get_serial_sequence('addresses', 'id')) as address_id
+      from ${sql.table(stageTableOf(ctx.runId))} s join k on k.number = s.number
+      where s.ctid = any(${rows.map((r) => r.at)}::tid[])
     ), a as (
       insert into addresses (id, domain_cc, line1, line2, line3, city, state, zip, country_code, content_hash)
       overriding system value
-      select address_id, a_cc, line1, line2, line3, city, state, zip, country_code, a_hash from v
+      select address_id, coalesce(lower(country_code), ${cc}), line1, line2, line3, city, state, zip,
+        country_code, address_hash from v
     ), o as (
       insert into orgs (domain_cc, public_slug, name, informal_name, sic_code, registration_country,
         registration_number, registration_date, registered_address_id, company_status, company_category,
-        content_hash, last_run_id)
-      select ${cc}, slug, name, informal_name, sic_code, ${ctx.country}, number, date, address_id, status,
-        category, hash, ${ctx.runId}::bigint
+        content_hash, last_run_id, source_fingerprint)
+      select ${cc}, label, name, informal_name, sic_code, ${ctx.country}, number, registration_date, address_id,
+        company_status, company_category, org_hash, ${ctx.runId}::bigint, fingerprint
       from v
       returning id, public_slug
     ), d as (
@@ -157,13 +159,14 @@ async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChang
       registered_address_id = coalesce(v.address_id, o.registered_address_id),
       left_register_on = null,
       version_number = o.version_number + case when v.bump then 1 else 0 end,
-      updated = now(), last_run_id = ${ctx.runId}::bigint
+      updated = now(), last_run_id = ${ctx.runId}::bigint, source_fingerprint = v.fingerprint
     from unnest(${col(changes, (c) => c.existing.id)}::bigint[], ${r('name')}::text[], ${r('informal_name')}::text[],
       ${r('sic_code')}::text[], ${r('registration_date')}::date[], ${r('company_status')}::text[],
       ${r('company_category')}::text[], ${r('orgHash')}::text[],
       ${col(changes, (c) => slugOf.get(c.existing.id) ?? null)}::text[],
-      ${col(changes, (c) => homeOf.get(c.existing.id) ?? null)}::bigint[], ${col(changes, (c) => c.bump)}::boolean[])
-      as v(id, name, informal_name, sic_code, date, status, category, hash, slug, address_id, bump)
+      ${col(changes, (c) => homeOf.get(c.existing.id) ?? null)}::bigint[], ${col(changes, (c) => c.bump)}::boolean[],
+      ${col(changes, (c) => c.record.fingerprint ?? null)}::text[])
+      as v(id, name, informal_name, sic_code, date, status, category, hash, slug, address_id, bump, fingerprint)
     where o.id = v.id`.execute(trx);
   await recordSlugs(
     trx,
@@ -220,8 +223,21 @@ export async function mergeRegistrarChunk(
     return !w.same;
   });
   outcome.unchanged = winners.length - todo.length;
+  await refreshFingerprints(
+    trx,
+    ctx.runId,
+    ctx.country,
+    winners.filter((w) => w.same && w.refresh),
+  );
   if (todo.length === 0) return outcome;
-  const staged = await stagedRecords(trx, ctx.runId, todo);
+  const inserts = todo.filter((w) => w.org_id === null);
+  for (const w of inserts) tally(w.part_no, 'inserted');
+  // Changed companies are read back (they are compared field by field with what is stored).
+  const staged = await stagedRecords(
+    trx,
+    ctx.runId,
+    todo.filter((w) => w.org_id !== null),
+  );
   const existing = await findExisting(
     trx,
     ctx.country,
@@ -234,21 +250,20 @@ export async function mergeRegistrarChunk(
   );
   for (const e of stale) e.address_hash = hashes.get(e.address_id!) ?? null;
 
-  const inserts: { record: RegistrarRecord; part_no: number }[] = [];
   const orgChanges: OrgChange[] = [];
   const addressChanges: OrgChange[] = [];
+  // Recognised unchanged while their part was read, changed since (another run of this register
+  // merged in between): their fields were never read, so their parts must be read again.
+  const outdated = staged.filter((r) => r.record.known);
+  if (outdated.length > 0) throw new StaleStagedRowsError([...new Set(outdated.map((r) => r.part_no))]);
   for (const row of staged) {
     const rec = row.record;
     const found = existing.get(rec.number);
-    if (!found) {
-      inserts.push(row);
-      tally(row.part_no, 'inserted');
-      continue;
-    }
+    // Gone since the stage query looked (not possible under the feed lock): nothing to compare with.
+    if (!found) continue;
     const orgChanged = found.content_hash !== rec.orgHash || found.left_register_on !== null;
     const addressChanged = found.address_id !== null && found.address_hash !== rec.addressHash;
     if (!orgChanged && !addressChanged && found.address_id !== null) {
-      // Only an Org that lost its address comes here unchanged; counted as the query saw it.
       tally(row.part_no, 'unchanged');
       outcome.unchanged++;
       continue;

@@ -30,6 +30,16 @@ export interface RegistrarRecord {
   addressHash: string;
   /** Covers the Org's own fields and its registered address (the Org shows it). */
   orgHash: string;
+  /**
+   * Fingerprint of the row's raw text (with its file's header and the register country), set by the
+   * feed; null when the row had warnings. Stored on the Org (source_fingerprint).
+   */
+  fingerprint?: string | null;
+  /**
+   * A row recognised by its fingerprint as what its Org was last written from: only number, orgHash
+   * (the Org's stored hash) and fingerprint are set; nothing was split or normalized.
+   */
+  known?: true;
 }
 
 const empty = (v: string): string | null => (v === '' ? null : v);

@@ -108,3 +108,38 @@ export function readRegistrarRow(fields: readonly string[], index: RegistrarColu
   }
   return row;
 }
+
+/**
+ * The `index`-th field of a raw CSV record (0-based), unquoted, without splitting the rest; null when
+ * the record is malformed before it. Used to key a row before deciding whether to split it at all.
+ */
+export function rawField(raw: string, index: number): string | null {
+  let pos = 0;
+  for (let f = 0; ; f++) {
+    let value: string;
+    if (raw.charCodeAt(pos) === 34) {
+      value = '';
+      let i = pos + 1;
+      for (;;) {
+        const q = raw.indexOf('"', i);
+        if (q < 0) return null;
+        if (raw.charCodeAt(q + 1) === 34) {
+          value += raw.slice(i, q + 1);
+          i = q + 2;
+          continue;
+        }
+        value += raw.slice(i, q);
+        pos = q + 1;
+        break;
+      }
+    } else {
+      const comma = raw.indexOf(',', pos);
+      const end = comma < 0 ? raw.length : comma;
+      value = raw.slice(pos, end);
+      pos = end;
+    }
+    if (f === index) return value;
+    if (raw.charCodeAt(pos) !== 44) return null;
+    pos++;
+  }
+}

@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
+import { slugify } from '../shared/domains.js';
 import { copyInto, copyLine } from '../shared/pg-copy.js';
 import type { BatchRow } from './feed-handler.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
@@ -37,7 +38,12 @@ const COLUMNS = [
   'country_code',
   'address_hash',
   'org_hash',
+  'slug',
+  'fingerprint',
 ] as const;
+
+/** name ... address_hash of a recognised row. */
+const NO_PAYLOAD = Array.from({ length: 14 }, () => null);
 
 export interface StagedRow {
   part_no: number;
@@ -49,10 +55,14 @@ export async function createStage(db: Db, runId: number): Promise<void> {
   await sql`
     create unlogged table if not exists ${table(runId)} (
       part_no integer not null, line bigint not null, number text not null,
-      name text not null, informal_name text not null, sic_code text, registration_date date,
+      -- name ... address_hash and slug are null for a row recognised unchanged (registrar.recognize.ts)
+      name text, informal_name text, sic_code text, registration_date date,
       company_status text, company_category text,
       line1 text, line2 text, line3 text, city text, state text, zip text, country_code text,
-      address_hash text not null, org_hash text not null
+      address_hash text, org_hash text not null,
+      -- slugify(name), worked out while the parts are read (in parallel) rather than in the merge
+      slug text,
+      fingerprint text
     ) with (autovacuum_enabled = false)`.execute(db);
 }
 
@@ -82,26 +92,30 @@ export async function stageRows(
   rows: readonly BatchRow<RegistrarRecord>[],
 ): Promise<void> {
   const lines = rows.map(({ line, record: r }) =>
-    copyLine([
-      partNo,
-      line,
-      r.number,
-      r.name,
-      r.informal_name,
-      r.sic_code,
-      r.registration_date,
-      r.company_status,
-      r.company_category,
-      r.address.line1,
-      r.address.line2,
-      r.address.line3,
-      r.address.city,
-      r.address.state,
-      r.address.zip,
-      r.address.country_code,
-      r.addressHash,
-      r.orgHash,
-    ]),
+    r.known
+      ? copyLine([partNo, line, r.number, ...NO_PAYLOAD, r.orgHash, null, r.fingerprint ?? null])
+      : copyLine([
+          partNo,
+          line,
+          r.number,
+          r.name,
+          r.informal_name,
+          r.sic_code,
+          r.registration_date,
+          r.company_status,
+          r.company_category,
+          r.address.line1,
+          r.address.line2,
+          r.address.line3,
+          r.address.city,
+          r.address.state,
+          r.address.zip,
+          r.address.country_code,
+          r.addressHash,
+          r.orgHash,
+          slugify(r.name),
+          r.fingerprint ?? null,
+        ]),
   );
   await copyInto(trx, stageTableOf(runId), COLUMNS, lines);
 }
@@ -111,15 +125,24 @@ export async function indexStage(db: Db, runId: number): Promise<void> {
   await sql`
     create index if not exists ${sql.id(`${stageTableOf(runId)}_key`)}
     on ${table(runId)} (number, part_no desc, line desc)`.execute(db);
+  // Autovacuum never looks at this table: without statistics the planner may sort the whole table for
+  // every chunk instead of walking the index.
+  await sql`analyze ${table(runId)}`.execute(db);
 }
 
 export interface Winner {
+  /** Where the winning row is in the staging table (its ctid), to read it back without a join. */
+  at: string;
   number: string;
   part_no: number;
   line: number;
   org_id: number | null;
   /** The Org exists, is on the register, has its address and the same content hash: nothing to write. */
   same: boolean;
+  /** The name's slug base, for a company without an Org (null otherwise). */
+  slug: string | null;
+  /** Unchanged, but the Org does not hold this row's fingerprint yet (it is written, nothing else). */
+  refresh: boolean;
 }
 
 /**
@@ -136,12 +159,18 @@ export async function nextWinners(
 ): Promise<Winner[]> {
   const { rows } = await sql<Winner>`
     with w as (
-      select distinct on (number) number, part_no, line, org_hash from ${table(runId)}
+      select distinct on (number) ctid as at, number, part_no, line, org_hash, slug, fingerprint
+      from ${table(runId)}
       where number > ${after} order by number, part_no desc, line desc limit ${limit})
-    select w.number, w.part_no, w.line, o.id as org_id,
+    select w.at::text as at, w.number, w.part_no, w.line, o.id as org_id,
       coalesce(o.content_hash = w.org_hash and o.left_register_on is null
-               and o.registered_address_id is not null, false) as same
+               and o.registered_address_id is not null, false) as same,
+      case when o.id is null then w.slug end as slug,
+      coalesce(o.source_fingerprint is distinct from w.fingerprint, false) as refresh
+    -- The lower bound keeps a merge join from walking the register's index from its start for every
+    -- chunk (quadratic in the register's size); it starts where the chunk starts.
     from w left join orgs o on o.registration_country = ${country} and o.registration_number = w.number
+      and o.registration_number > ${after}
     order by w.number`.execute(trx);
   return rows.map((r) => ({
     ...r,
@@ -157,11 +186,10 @@ export async function stagedRecords(
   winners: readonly Winner[],
 ): Promise<StagedRow[]> {
   if (winners.length === 0) return [];
+  // By ctid: a TID scan, whatever the planner thinks of the table (nothing moves rows while it is read).
+  if (winners.length === 0) return [];
   const { rows } = await sql<Record<(typeof COLUMNS)[number], string | null>>`
-    select s.* from ${table(runId)} s
-    join unnest(${winners.map((w) => w.number)}::text[], ${winners.map((w) => w.part_no)}::int[],
-      ${winners.map((w) => w.line)}::bigint[]) as k(number, part_no, line)
-      on s.number = k.number and s.part_no = k.part_no and s.line = k.line`.execute(trx);
+    select * from ${table(runId)} where ctid = any(${winners.map((w) => w.at)}::tid[])`.execute(trx);
   return rows.map((r) => ({
     part_no: Number(r.part_no),
     line: Number(r.line),
@@ -185,10 +213,27 @@ export async function stagedRecords(
       },
       addressHash: r.address_hash!,
       orgHash: r.org_hash!,
+      fingerprint: r.fingerprint,
+      ...(r.name === null ? { known: true as const } : {}),
     },
   }));
 }
 
 export async function dropStage(trx: Transaction<Database> | Db, runId: number): Promise<void> {
   await sql`drop table if exists ${table(runId)}`.execute(trx);
+}
+
+/** Unchanged Orgs take the fingerprint of the row that found them unchanged (no version, no index). */
+export async function refreshFingerprints(
+  trx: Transaction<Database>,
+  runId: number,
+  country: string,
+  winners: readonly Winner[],
+): Promise<void> {
+  if (winners.length === 0) return;
+  await sql`
+    update orgs o set source_fingerprint = s.fingerprint
+    from ${table(runId)} s
+    where s.ctid = any(${winners.map((w) => w.at)}::tid[])
+      and o.registration_country = ${country} and o.registration_number = s.number`.execute(trx);
 }

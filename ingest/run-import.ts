@@ -2,14 +2,15 @@ import { sql } from 'kysely';
 import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { type CsvRecord, openCsv } from './csv.js';
-import type {
-  BatchContext,
-  BatchOutcome,
-  BatchRow,
-  FeedHandler,
-  PreparedFeed,
-  StagedFeed,
+import { type CsvRecord, openCsv, splitFields } from './csv.js';
+import {
+  type BatchContext,
+  type BatchOutcome,
+  type BatchRow,
+  type FeedHandler,
+  type PreparedFeed,
+  type StagedFeed,
+  StaleStagedRowsError,
 } from './feed-handler.js';
 import { feedHandler } from './feeds.js';
 import { insertIssues, type NewIssue } from './import-issues.repository.js';
@@ -276,6 +277,20 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
       let parts = await partsOf(db, fresh);
       // Parts whose jobs are gone (a flushed queue, a job that stalled out) are read here.
       for (const part of parts) if (!isPartDone(part.status)) await runPart(deps, part.id).catch(() => {});
+      // Staged rows lost since their part was read (a database crash empties the unlogged staging
+      // table): read those parts again, or the merge would miss them and `--full` would mark their
+      // companies as gone.
+      await staged.open(db, runId);
+      for (const part of await partsOf(db, fresh)) {
+        if (part.status !== 'succeeded') continue;
+        if ((await staged.stagedRows(db, runId, part.part_no)) === Number(part.accepted)) continue;
+        deps.logger?.warn({ runId, part: part.part_no }, 'staged rows lost; reading the part again');
+        await db.transaction().execute(async (trx) => {
+          await staged.dropPart(trx, runId, part.part_no);
+          await restartPart(trx, part);
+        });
+        await runPart(deps, part.id);
+      }
       parts = await partsOf(db, fresh);
       const failed = parts.filter((p) => p.status === 'failed');
       const unread = parts.filter((p) => !isPartDone(p.status));
@@ -290,7 +305,7 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
           'a --full import needs at least one valid row: this file would mark every record as gone, refused',
         );
       }
-      let current = await merge(deps, fresh, staged, ctx);
+      let current = await mergeRereading(deps, fresh, staged, ctx);
       const complete = failed.length === 0;
       const finished = await db.transaction().execute(async (trx) => {
         const outcome = await staged.finish(trx, ctx, complete);
@@ -319,6 +334,39 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
       return current;
     }),
   );
+}
+
+/**
+ * Merges, and when staged rows went stale (StaleStagedRowsError: another run of the feed merged while
+ * a part was read), reads those parts again and goes on. The caller holds the feed's lock, so the
+ * second reading cannot go stale; chunks already merged stay merged (the merge resumes after them),
+ * and the parts' counters start again from zero, so the counts stay exact.
+ */
+async function mergeRereading(
+  deps: RunImportDeps,
+  run: ImportRun,
+  staged: StagedFeed,
+  ctx: BatchContext,
+): Promise<ImportRun> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await merge(deps, (await getRun(deps.db, run.id)) ?? run, staged, ctx);
+    } catch (error) {
+      if (!(error instanceof StaleStagedRowsError) || attempt > 3) throw error;
+      deps.logger?.info(
+        { runId: run.id, parts: error.partNos },
+        'staged rows went stale; reading those parts again',
+      );
+      for (const partNo of error.partNos) {
+        const part = (await partsOf(deps.db, run)).find((p) => p.part_no === partNo)!;
+        await deps.db.transaction().execute(async (trx) => {
+          await staged.dropPart(trx, run.id, partNo);
+          await restartPart(trx, part);
+        });
+        await runPart(deps, part.id);
+      }
+    }
+  }
 }
 
 /** Merges a staged run's rows into the records, one chunk per transaction, from where it got to. */
@@ -420,8 +468,11 @@ async function readSource(
     await startPart(db, part, source.bytesTotal);
     // 5,000 rows a batch: fewer statements per row than 2,000 (first import 10.2k -> 10.5k rows/s at 1M
     // rows) while the worker's peak RSS stays flat near 430 MB from 200k to 1M rows.
-    const csv = await openCsv(source.stream, { batchSize: deps.batchSize ?? 5000 });
-    const prepared = handler.prepare(csv.header, run.options);
+    const csv = await openCsv(source.stream, {
+      batchSize: deps.batchSize ?? 5000,
+      deferFields: handler.recognizesRows === true,
+    });
+    const prepared = handler.prepare(csv.header, run.options, csv.headerRaw);
     const ctx = { runId: run.id, partNo: part.part_no, options: run.options };
     const skip = part.checkpoint_rows;
     let seen = 0;
@@ -438,7 +489,21 @@ async function readSource(
       seen += step.value.length;
       if (seen <= skip) return { checkpoint: seen, records: [], rows: [], issues: [] };
       const records = start < skip ? step.value.slice(skip - start) : step.value;
-      return { checkpoint: seen, records, ...(await normalizeBatch(prepared, records, csv.header.length)) };
+      // Rows the feed knows unchanged by their raw text skip splitting and normalizing altogether.
+      const known = prepared.recognize ? await prepared.recognize(db, records) : new Map<number, unknown>();
+      const rest = known.size === 0 ? records : records.filter((_, i) => !known.has(i));
+      const normalized = await normalizeBatch(prepared, splitFields(rest), csv.header.length);
+      const knownRows = [...known].map(([i, record]) => ({
+        line: records[i]!.line,
+        raw: records[i]!.raw,
+        record,
+      }));
+      return {
+        checkpoint: seen,
+        records,
+        rows: [...knownRows, ...normalized.rows],
+        issues: normalized.issues,
+      };
     };
     const readAhead = () => {
       const p = prepareNext();

@@ -359,3 +359,8 @@ export interface ImportRejectsTable {
 export interface Database {
   import_run_parts: ImportRunPartsTable;
 }
+
+/** Migration 0011_org_source_fingerprint. */
+export interface OrgsTable {
+  source_fingerprint: string | null;
+}

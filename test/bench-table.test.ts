@@ -42,8 +42,7 @@ function runBench(script: string, args: string[], env: Record<string, string> = 
 const out: Record<string, string> = {};
 beforeAll(async () => {
   // One after the other: they share two cores with the rest of the suite.
-  // The parts phases ((e), (f)) have no reader yet, so they are skipped here.
-  out.import = await runBench('import.bench.ts', ['2000'], { BENCH_SKIP_PARTS: '1' });
+  out.import = await runBench('import.bench.ts', ['2000']);
   out.api = await runBench('api.bench.ts', ['2000', '1', '1']);
   out.locations = await runBench('locations.bench.ts', [], { BENCH_ROWS: '500', BENCH_ORGS: '50' });
   out.locationsCpu = await runBench('locations-cpu.bench.ts', [], {
@@ -66,19 +65,26 @@ describe('bench table', () => {
     const rows = parseImport(out.import ?? '');
     expect(shape(rows)).toEqual([
       '(a) papaparse -> COPY',
+      '(a2) psql \\copy',
       '(b) first import',
       '(c) same file again',
       '(d) 10% of rows changed',
+      '(e) 7 parts, 1 worker',
+      '(f) 7 parts, 2 workers',
       'worker peak RSS',
     ]);
     expectMeasured(rows);
     const base = rows[0]?.value ?? Number.NaN;
-    for (const r of rows.slice(1, 4)) {
+    for (const r of rows.slice(2, 5)) {
       expect(r.baseline).toBe(base);
       // The ratio the script prints (two decimals) is the rate over the baseline's.
       expect(Math.abs((r.ratio ?? Number.NaN) - r.value / base), r.figure).toBeLessThan(0.01);
     }
-    expect(rows[4]?.met).toBe((rows[4]?.value ?? 0) < 512);
+    // Two workers on the parts against one.
+    const [e, f] = [rows[5], rows[6]];
+    expect(f?.baseline).toBe(e?.value);
+    expect(Math.abs((f?.ratio ?? Number.NaN) - (f?.value ?? 0) / (e?.value ?? 1))).toBeLessThan(0.01);
+    expect(rows[7]?.met).toBe((rows[7]?.value ?? 0) < 512);
   });
 
   it('reads the API benchmark: each read against its bare route, and the 304 path', () => {

@@ -541,7 +541,7 @@ describe('re-import in keyed mode (only the key cells are read while rows prove 
   it('reads only the key cells once a batch proves unchanged', async () => {
     const { locationsFeed } = await import('../ingest/locations.feed.js');
     const header = HEADER.split(',');
-    const prepared = locationsFeed.prepare(header, { full: false });
+    const prepared = locationsFeed.prepare(header, { full: false }, HEADER);
     const cells = (text: string) => text.split(',');
     const unchangedRow = row('L-1', 1);
     const first = prepared.normalize(cells(unchangedRow), 2, unchangedRow);

@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createImportRun, partsOf } from '../ingest/import-run.js';
 import { createRun, getRun } from '../ingest/import-runs.repository.js';
-import { ImportFailedError, runImport } from '../ingest/run-import.js';
+import { ImportFailedError, runImport, runPart, settleRun } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { importFeed } from './support/import.js';
@@ -149,8 +150,10 @@ describe('registrar import', () => {
       public_slug: 'sharperedges-sharpening-ltd',
       version_number: 1,
     });
-    // What an older version stored: the spaces collapsed (and the hash of that name).
-    await sql`update orgs set name = 'SHARPEREDGES SHARPENING LTD', content_hash = 'old'`.execute(t.db);
+    // What an older version stored: the spaces collapsed, the hash of that name, no row fingerprint.
+    await sql`update orgs set name = 'SHARPEREDGES SHARPENING LTD', content_hash = 'old', source_fingerprint = null`.execute(
+      t.db,
+    );
     const next = await importFeed(t.db, 'registrar', source);
     expect(next).toMatchObject({ updated: 1, unchanged: 0 });
     [row] = await registerState(t.db);
@@ -213,6 +216,116 @@ describe('registrar import', () => {
       expect(await stamps(t.db)).toEqual(before);
     }
     expect(await registerState(t.db)).toEqual(state);
+  });
+
+  it('recognises an unchanged row by its text (no split, no normalize) and keeps the fingerprint current', async () => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    const prints = async () =>
+      (
+        await sql<{ n: string; f: string | null }>`
+          select registration_number as n, source_fingerprint as f from orgs order by 1`.execute(t.db)
+      ).rows;
+    const first = await prints();
+    // Every row without warnings carries its fingerprint; the one with a warning does not (it is
+    // normalized, and its warning reported, every time).
+    expect(first.filter((r) => r.f === null).map((r) => r.n)).toEqual(['12345680']);
+    // Proof that a recognised row is not read: an Org changed behind the importer's back (its hash
+    // too) would be rewritten by a row that is normalized and compared; a recognised one is not.
+    await sql`update orgs set informal_name = 'NOT READ', content_hash = 'tampered'
+              where registration_number = 'SC612345'`.execute(t.db);
+    const before = await stamps(t.db);
+    const again = await importFeed(t.db, 'registrar', FIXTURE);
+    expect(again).toMatchObject({ inserted: 0, updated: 0, unchanged: 8 });
+    expect(await stamps(t.db)).toEqual(before);
+    expect((await registerState(t.db)).find((o) => o.registration_number === 'SC612345')?.informal_name).toBe(
+      'NOT READ',
+    );
+    // Other text, same content (a padded value is trimmed): unchanged, and the new text's fingerprint.
+    const padded = file(
+      'padded.csv',
+      registrarCsv([registrarFields('00000077', 'PADDED LTD'), registrarFields('00000078', 'OTHER LTD')]),
+    );
+    await importFeed(t.db, 'registrar', padded);
+    const one = await prints();
+    await importFeed(
+      t.db,
+      'registrar',
+      file(
+        'padded2.csv',
+        registrarCsv([
+          registrarFields('00000077', 'PADDED LTD', { 'RegAddress.PostTown': 'LONDON ' }),
+          registrarFields('00000078', 'OTHER LTD'),
+        ]),
+      ),
+    );
+    const two = await prints();
+    const f = (rows: typeof one, n: string) => rows.find((r) => r.n === n)?.f;
+    expect(f(two, '00000077')).not.toBe(f(one, '00000077'));
+    expect(f(two, '00000078')).toBe(f(one, '00000078'));
+    const state = await registerState(t.db);
+    expect(state.find((o) => o.registration_number === '00000077')).toMatchObject({
+      city: 'LONDON',
+      version_number: 1,
+    });
+  });
+
+  it('a part read while another run merged: its stale rows are read again, and the later run wins', async () => {
+    const rows = (town: string) =>
+      ['00000101', '00000102', '00000103'].map((n) =>
+        registrarFields(n, `STALE ${n} LTD`, { 'RegAddress.PostTown': town }),
+      );
+    const original = file('stale-a.csv', registrarCsv(rows('LEEDS')));
+    await importFeed(t.db, 'registrar', original);
+    // Run S reads its part (every row recognised unchanged) ...
+    const s = await createImportRun(t.db, {
+      feed: 'registrar',
+      parts: [{ source: original, entry: null }],
+      options: { country: 'GB', full: false },
+    });
+    const [part] = await partsOf(t.db, s);
+    await runPart({ db: t.db }, part!.id);
+    // ... then run R changes the companies and finishes before S merges.
+    await importFeed(t.db, 'registrar', file('stale-b.csv', registrarCsv(rows('YORK'))));
+    const settled = await settleRun({ db: t.db }, s.id);
+    expect(settled).toMatchObject({
+      status: 'succeeded',
+      rows_read: 3,
+      updated: 3,
+      unchanged: 0,
+      duplicates: 0,
+    });
+    const state = await registerState(t.db);
+    expect(
+      state
+        .filter((o) => String(o.registration_number).startsWith('000001'))
+        .map((o) => [o.city, o.version_number]),
+    ).toEqual([
+      ['LEEDS', 3],
+      ['LEEDS', 3],
+      ['LEEDS', 3],
+    ]);
+  });
+
+  it('staged rows lost before the merge (a database crash empties the staging table): the part is read again, --full marks nothing wrongly', async () => {
+    const all = ['00000201', '00000202', '00000203'].map((n) => registrarFields(n, `LOST ${n} LTD`));
+    await importFeed(t.db, 'registrar', file('lost-all.csv', registrarCsv(all)));
+    const source = file('lost-part.csv', registrarCsv(all.slice(0, 2)));
+    const run = await createImportRun(t.db, {
+      feed: 'registrar',
+      parts: [{ source, entry: null }],
+      options: { country: 'GB', full: true },
+    });
+    const [part] = await partsOf(t.db, run);
+    await runPart({ db: t.db }, part!.id);
+    await sql`truncate ${sql.table(`import_stage_${run.id}`)}`.execute(t.db);
+    const settled = await settleRun({ db: t.db }, run.id);
+    expect(settled).toMatchObject({ status: 'succeeded', rows_read: 2, unchanged: 2, closed: 1 });
+    const state = await registerState(t.db);
+    expect(state.map((o) => [o.registration_number, o.left_register_on !== null])).toEqual([
+      ['00000201', false],
+      ['00000202', false],
+      ['00000203', true],
+    ]);
   });
 
   it('--full marks companies missing from the file as left the register, and clears it when they return', async () => {

@@ -1,0 +1,76 @@
+import { hash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../shared/db.js';
+import type { CsvRecord } from './csv.js';
+import { normalizeCompanyNumber, type RegistrarRecord } from './registrar.normalize.js';
+import { rawField } from './registrar.parser.js';
+
+/**
+ * Unchanged register rows, recognised by their text. Most rows of a monthly register are exactly
+ * the rows of last month; splitting, normalizing and hashing them was most of a re-import's
+ * JavaScript time. An Org keeps the fingerprint of the row it was last written from (or found
+ * unchanged by): the MD5 of the register country, the file's header line and the row's raw text,
+ * under a version that changes whenever normalization does. The same fingerprint means the same
+ * normalized record, so the row is staged with the Org's own hash and never split.
+ */
+const VERSION = 'registrar-row-1';
+
+export function rowFingerprint(country: string, headerRaw: string): (raw: string) => string {
+  const prefix = `${VERSION}\u001f${country}\u001f${headerRaw}\u001f`;
+  return (raw) => hash('md5', prefix + raw, 'base64url');
+}
+
+/** By index in `records`: the rows whose company's Org was last written from this very row text. */
+export async function recognizeUnchanged(
+  db: Db,
+  country: string,
+  numberColumn: number,
+  fingerprintOf: (raw: string) => string,
+  records: readonly CsvRecord[],
+): Promise<Map<number, RegistrarRecord>> {
+  const keyed: { i: number; number: string; fingerprint: string }[] = [];
+  for (let i = 0; i < records.length; i++) {
+    const rec = records[i]!;
+    if (rec.error) continue;
+    const cell = rawField(rec.raw, numberColumn);
+    const number = cell === null ? null : normalizeCompanyNumber(cell.trim());
+    if (number !== null) keyed.push({ i, number, fingerprint: fingerprintOf(rec.raw) });
+  }
+  const found = new Map<number, RegistrarRecord>();
+  if (keyed.length === 0) return found;
+  // Only Orgs the merge would find unchanged: on the register, with their address.
+  const { rows } = await sql<{ number: string; content_hash: string; source_fingerprint: string }>`
+    select registration_number as number, content_hash, source_fingerprint from orgs
+    where registration_country = ${country} and registration_number = any(${keyed.map((k) => k.number)}::text[])
+      and source_fingerprint is not null and left_register_on is null
+      and registered_address_id is not null`.execute(db);
+  if (rows.length === 0) return found;
+  const stored = new Map(rows.map((r) => [r.number, r]));
+  for (const k of keyed) {
+    const org = stored.get(k.number);
+    if (org?.source_fingerprint !== k.fingerprint) continue;
+    found.set(k.i, {
+      number: k.number,
+      orgHash: org.content_hash,
+      fingerprint: k.fingerprint,
+      known: true,
+      name: '',
+      informal_name: '',
+      registration_date: null,
+      sic_code: null,
+      company_status: null,
+      company_category: null,
+      address: {
+        line1: null,
+        line2: null,
+        line3: null,
+        city: null,
+        state: null,
+        zip: null,
+        country_code: null,
+      },
+      addressHash: '',
+    });
+  }
+  return found;
+}
