@@ -68,8 +68,9 @@ function report(label: string, value: string) {
   console.log(`${label}: ${value}`);
 }
 
-async function admin(sqlText: string) {
-  const c = new pg.Client({ connectionString: ADMIN });
+/** One statement on its own connection (the admin database by default). */
+async function admin(sqlText: string, url = ADMIN) {
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
     await c.query(sqlText);
@@ -384,9 +385,9 @@ async function main() {
       // The same mix on pg_trgm: a GIN trigram index on the same folded expression.
       const expr = `lower(regexp_replace(name, '\\s+', ' ', 'g'))`;
       t = Date.now();
-      await pg_(dbUrl, 'create extension if not exists pg_trgm');
-      await pg_(dbUrl, `create index orgs_name_trgm on orgs using gin ((${expr}) gin_trgm_ops)`);
-      await pg_(dbUrl, 'analyze orgs');
+      await admin('create extension if not exists pg_trgm', dbUrl);
+      await admin(`create index orgs_name_trgm on orgs using gin ((${expr}) gin_trgm_ops)`, dbUrl);
+      await admin('analyze orgs', dbUrl);
       console.log(`  pg_trgm index built in ${s(Date.now() - t)} s`);
       const order: Record<string, string> = {
         name: `${expr} collate "C", uid`,
@@ -442,16 +443,6 @@ async function main() {
     }
     redis.disconnect();
     if (!flag('keep')) rmSync(MEILI_DIR, { recursive: true, force: true });
-  }
-}
-
-async function pg_(url: string, text: string) {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
   }
 }
 

@@ -36,7 +36,7 @@ export function foldName(text: string): string {
 /** Pads the words at the end of a name (never a character of a name or a term). */
 const END = 'xk';
 /** Filter value of a name that repeats a 4-gram. */
-export const REPEAT_MARK = 'rr';
+const REPEAT_MARK = 'rr';
 /** Filter value of a name with more links than LINK_CAP: a suspect for every term of 4+ characters. */
 export const SUSPECT_MARK = 'ss';
 /** Above this many links a name is stored with SUSPECT_MARK instead (pathological repetition). */
@@ -121,7 +121,7 @@ function falseGrams(seq: readonly string[], size: number, out: Set<string>): voi
 }
 
 export interface NameTerms {
-  /** Distinct trigram words, START's first. */
+  /** Distinct trigram words, in the order of the name. */
   words: string[];
   /** Filter values that make the name a suspect for some terms (usually none). */
   links: string[];
