@@ -5,6 +5,7 @@ import { type MergeOutcome, StaleStagedRowsError } from './feed-handler.js';
 import { allocateSlugs, recordSlugs } from './public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
 import {
+  byCtid,
   nextWinners,
   refreshFingerprints,
   stagedRecords,
@@ -39,22 +40,23 @@ interface Ctx {
 
 async function findExisting(trx: Transaction<Database>, country: string, numbers: string[]) {
   if (numbers.length === 0) return new Map<string, Existing>();
+  // One index probe per number (lateral): `= any()` and plain joins were both planned as sequential
+  // scans of every Org for each chunk at a few hundred thousand Orgs. `limit 1` (the keys are unique)
+  // keeps the planner from flattening the lateral subqueries back into such joins.
   const { rows } = await sql<Omit<Existing, 'address_hash'>>`
     select o.id, o.registration_number as number, o.name, o.content_hash, o.left_register_on,
            o.registered_address_id as address_id
-    from orgs o
-    -- = any() keeps the plan on the registration index whatever the table size; a join to unnest()
-    -- may be planned as a sequential scan of every Org for each batch.
-    where o.registration_country = ${country} and o.registration_number = any(${numbers}::text[])`.execute(
-    trx,
-  );
+    from unnest(${numbers}::text[]) as k(number)
+    cross join lateral (select * from orgs where registration_country = ${country}
+      and registration_number = k.number limit 1) o`.execute(trx);
   return new Map(rows.map((r) => [r.number, { ...r, address_hash: null } as Existing]));
 }
 
 async function addressHashes(trx: Transaction<Database>, ids: number[]): Promise<Map<number, string>> {
   if (ids.length === 0) return new Map();
   const { rows } = await sql<{ id: number; content_hash: string }>`
-    select id, content_hash from addresses where id = any(${ids}::bigint[])`.execute(trx);
+    select a.id, a.content_hash from unnest(${ids}::bigint[]) as k(id)
+    cross join lateral (select id, content_hash from addresses where id = k.id limit 1) a`.execute(trx);
   return new Map(rows.map((r) => [Number(r.id), r.content_hash]));
 }
 
@@ -108,8 +110,7 @@ async function insertOrgs(trx: Transaction<Database>, rows: readonly Winner[], c
       select * from unnest(${rows.map((r) => r.number)}::text[], ${slugs}::text[]) as k(number, slug)
     ), v as materialized (
       select s.*, k.slug as label, nextval(pg_get_serial_sequence('addresses', 'id')) as address_id
-      from ${sql.table(stageTableOf(ctx.runId))} s join k on k.number = s.number
-      where s.ctid = any(${rows.map((r) => r.at)}::tid[])
+      from ${byCtid(ctx.runId, rows)} join k on k.number = s.number
     ), a as (
       insert into addresses (id, domain_cc, line1, line2, line3, city, state, zip, country_code, content_hash)
       overriding system value
