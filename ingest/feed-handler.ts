@@ -21,8 +21,9 @@ import type { LookupColumns } from './table-stats.js';
  *   finish         once, after the last batch, inside the transaction that marks the run succeeded
  *                  (e.g. `--full`: mark what the file did not contain)
  *   staged         (optional) the feed reads any number of sources (parts), in parallel: loadBatch
- *                  only stages rows; once every part is read, `staged.mergeChunk` writes the records,
- *                  one chunk of keys per transaction, and `staged.finish` settles the run.
+ *                  only stages rows; once every part is read, `staged.planChunk` and `mergeChunk`
+ *                  write the records, one chunk of keys per transaction, and `staged.finish` settles
+ *                  the run.
  *
  * Resume contract: a retried run skips the records before its checkpoint, so loadBatch sees every
  * record exactly once across attempts; it gets the run id to tell its own earlier writes apart.
@@ -49,11 +50,27 @@ export interface StagedFeed {
   dropPart(trx: Transaction<Database>, runId: number, partNo: number): Promise<void>;
   /** Once, before the first chunk (e.g. index the staging area); idempotent. */
   prepareMerge(db: Db, runId: number): Promise<void>;
-  mergeChunk(trx: Transaction<Database>, ctx: BatchContext, after: string): Promise<MergeOutcome>;
+  /**
+   * The next chunk of keys after `after` (null: nothing left), worked out outside any transaction
+   * (read-only but for reservations that need no rollback, e.g. public labels), so the next chunk is
+   * planned while this one is written.
+   */
+  planChunk(db: Db, ctx: BatchContext, after: string): Promise<ChunkPlan | null>;
+  /**
+   * Writes a planned chunk in the caller's transaction. Chunks of one run are disjoint in their keys
+   * and may be written side by side (run-import.ts commits them in key order).
+   */
+  mergeChunk(db: Db, trx: Transaction<Database>, ctx: BatchContext, plan: ChunkPlan): Promise<MergeOutcome>;
   /** The run's last transaction: `complete` is false when a part failed (no `--full` marking then). */
   finish(trx: Transaction<Database>, ctx: BatchContext, complete: boolean): Promise<FinishOutcome>;
   /** Drops the staging area of a run that settled without finish (failed). */
   discard(db: Db, runId: number): Promise<void>;
+}
+
+/** A chunk of a staged run's keys, as planned by StagedFeed.planChunk (feeds add what they need). */
+export interface ChunkPlan {
+  /** The last key of the chunk (the merge position once it commits). */
+  last: string;
 }
 
 export interface MergeOutcome {
@@ -62,8 +79,8 @@ export interface MergeOutcome {
   unchanged: number;
   /** Keys merged in this chunk. */
   merged: number;
-  /** The last key merged; null when nothing was left to merge. */
-  last: string | null;
+  /** The last key merged. */
+  last: string;
   changedOrgIds: number[];
   /** inserted / updated / unchanged by the part whose row won. */
   byPart: Map<number, { inserted: number; updated: number; unchanged: number }>;
@@ -153,4 +170,13 @@ export class StaleStagedRowsError extends Error {
   constructor(readonly partNos: readonly number[]) {
     super(`rows of part ${partNos.join(', ')} changed in the database while the part was read`);
   }
+}
+
+/**
+ * A chunk lost a race with another writer that no lock orders (e.g. two allocators reserved the same
+ * public label outside the slug lock, registrar.loader.ts). Nothing of the chunk committed; merging
+ * again from the last committed chunk, with fresh reservations, resolves it.
+ */
+export class MergeRaceError extends Error {
+  override name = 'MergeRaceError';
 }

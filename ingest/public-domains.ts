@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
+import type { Db } from '../shared/db.js';
 import { slugWithClash } from '../shared/domains.js';
 import { copyInto, copyLine } from '../shared/pg-copy.js';
 
@@ -116,4 +117,29 @@ export async function recordNewSlugs(
     ['slug', OWNER[scope]],
     rows.map((r) => copyLine([r.slug, r.ownerId])),
   );
+}
+
+/**
+ * allocateSlugs in a short transaction of its own, committed at once: the labels are reserved (their
+ * counters moved on, so the counters never hand them out again) but not recorded yet. The register
+ * merge uses it so the slug lock is held for milliseconds instead of for a whole chunk's insert, and
+ * chunks can be merged side by side.
+ *
+ * What the lock no longer covers: a clash-numbered label (`acme-2`) equal to another name's plain
+ * slug, reserved by two allocators before either records it. The Orgs' unique `public_slug` (and the
+ * labels table's key) refuse the second insert, which the caller retries with a fresh reservation
+ * (registrar.loader.ts, SlugRaceError). A reserved label whose insert never commits is simply
+ * never used (labels need to be unique, not dense).
+ */
+export async function reserveSlugs(
+  db: Db,
+  scope: SlugScope,
+  requests: readonly SlugRequest[],
+): Promise<string[]> {
+  if (requests.length === 0) return [];
+  return db.transaction().execute(async (trx) => {
+    // Waits only for other allocators; the bound turns an unforeseen wait cycle into a retried error.
+    await sql`set local lock_timeout = '60s'`.execute(trx);
+    return allocateSlugs(trx, scope, requests);
+  });
 }

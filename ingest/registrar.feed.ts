@@ -1,7 +1,12 @@
 import { ISO_CODES } from '../shared/countries.js';
 import type { ImportOptionsJson } from '../shared/database.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
-import { closeMissingOrgs, mergeRegistrarChunk } from './registrar.loader.js';
+import {
+  closeMissingOrgs,
+  mergeRegistrarChunk,
+  planRegistrarChunk,
+  type RegistrarChunkPlan,
+} from './registrar.loader.js';
 import { normalizeRegistrarRow, type RegistrarRecord } from './registrar.normalize.js';
 import { mapRegistrarHeader, readRegistrarRow } from './registrar.parser.js';
 import { recognizeUnchanged, rowFingerprint } from './registrar.recognize.js';
@@ -65,12 +70,13 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
     stagedRows: stagedRowsOf,
     dropPart: deleteStagedPart,
     prepareMerge: indexStage,
-    mergeChunk: (trx, ctx, after) =>
+    planChunk: (db, ctx, after) =>
+      planRegistrarChunk(db, { runId: ctx.runId, country: ctx.options.country ?? 'GB' }, after, MERGE_CHUNK),
+    mergeChunk: (db, trx, ctx, plan) =>
       mergeRegistrarChunk(
         trx,
-        { runId: ctx.runId, country: ctx.options.country ?? 'GB' },
-        after,
-        MERGE_CHUNK,
+        { db, runId: ctx.runId, country: ctx.options.country ?? 'GB' },
+        plan as RegistrarChunkPlan,
       ),
     async finish(trx, ctx, complete) {
       const country = ctx.options.country ?? 'GB';

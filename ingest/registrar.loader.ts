@@ -1,8 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
+import type { Db } from '../shared/db.js';
 import { slugify } from '../shared/domains.js';
-import { type MergeOutcome, StaleStagedRowsError } from './feed-handler.js';
-import { allocateSlugs, recordSlugs } from './public-domains.js';
+import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from './feed-handler.js';
+import { recordSlugs, reserveSlugs } from './public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
 import {
   byCtid,
@@ -36,6 +37,27 @@ interface Existing {
 interface Ctx {
   runId: number;
   country: string;
+}
+
+/** The database outside the chunk's transaction (for label reservations). */
+interface MergeCtx extends Ctx {
+  db: Db;
+}
+
+/** A planned chunk: its winning rows and the labels reserved for the new companies among them. */
+export interface RegistrarChunkPlan extends ChunkPlan {
+  winners: Winner[];
+  /** Reserved labels of the winners without an Org, in their order. */
+  slugs: string[];
+}
+
+/** Label races (see reserveSlugs): the chunk rolls back and is merged again with fresh labels. */
+const LABEL_KEYS = new Set(['orgs_public_slug_key', 'org_public_domains_pkey']);
+function labelRace(error: unknown): never {
+  const e = error as { code?: string; constraint?: string };
+  if (e.code === '23505' && e.constraint !== undefined && LABEL_KEYS.has(e.constraint))
+    throw new MergeRaceError(`a public label was taken by another import meanwhile (${e.constraint})`);
+  throw error;
 }
 
 async function findExisting(trx: Transaction<Database>, country: string, numbers: string[]) {
@@ -91,20 +113,21 @@ async function insertAddresses(
 }
 
 /**
- * New companies, straight from the staging table: only their names' slugs are worked out here (the
- * public labels need allocateSlugs); the rows themselves never travel to JavaScript and back.
+ * New companies, straight from the staging table, with the labels reserved for them when the chunk was
+ * planned: the rows themselves never travel to JavaScript and back.
  */
-async function insertOrgs(trx: Transaction<Database>, rows: readonly Winner[], ctx: Ctx) {
+async function insertOrgs(
+  trx: Transaction<Database>,
+  rows: readonly Winner[],
+  slugs: readonly string[],
+  ctx: Ctx,
+) {
   if (rows.length === 0) return [];
-  const slugs = await allocateSlugs(
-    trx,
-    'org',
-    rows.map((r) => ({ base: r.slug ?? 'org' })),
-  );
   const cc = ctx.country.toLowerCase();
-  // One statement for the addresses, the Orgs and their public domain labels (what recordSlugs
-  // would do): a new company costs no extra round trip, which is most of a first import's time.
-  // The address ids are drawn in `v` (materialized once) so each Org points at its own address.
+  // One statement for the addresses, the Orgs and their public domain labels: a new company costs no
+  // extra round trip. The address ids are drawn in `v` (materialized once) so each Org points at its
+  // own address. The labels were checked free when reserved, so they go in with a plain insert (no
+  // ON CONFLICT); a label taken meanwhile fails the statement (a MergeRaceError, merged again).
   const { rows: inserted } = await sql<{ id: number }>`
     with k as (
       select * from unnest(${rows.map((r) => r.number)}::text[], ${slugs}::text[]) as k(number, slug)
@@ -125,9 +148,11 @@ async function insertOrgs(trx: Transaction<Database>, rows: readonly Winner[], c
       from v
       returning id, public_slug
     ), d as (
-      insert into org_public_domains (slug, org_id) select public_slug, id from o on conflict (slug) do nothing
+      insert into org_public_domains (slug, org_id) select public_slug, id from o
     )
-    select id from o`.execute(trx);
+    select id from o`
+    .execute(trx)
+    .catch(labelRace);
   return inserted.map((o) => Number(o.id));
 }
 
@@ -137,11 +162,13 @@ interface OrgChange {
   bump: boolean;
 }
 
-async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChange[], ctx: Ctx) {
+async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChange[], ctx: MergeCtx) {
   if (changes.length === 0) return;
   const renamed = changes.filter((c) => c.existing.name !== c.record.name);
-  const newSlugs = await allocateSlugs(
-    trx,
+  // Reserved outside this transaction, like a new company's label (the slug lock is never held while
+  // a chunk waits for the chunk before it to commit).
+  const newSlugs = await reserveSlugs(
+    ctx.db,
     'org',
     renamed.map((c) => ({ base: slugify(c.record.name), ownerId: c.existing.id })),
   );
@@ -168,7 +195,9 @@ async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChang
       ${col(changes, (c) => homeOf.get(c.existing.id) ?? null)}::bigint[], ${col(changes, (c) => c.bump)}::boolean[],
       ${col(changes, (c) => c.record.fingerprint ?? null)}::text[])
       as v(id, name, informal_name, sic_code, date, status, category, hash, slug, address_id, bump, fingerprint)
-    where o.id = v.id`.execute(trx);
+    where o.id = v.id`
+    .execute(trx)
+    .catch(labelRace);
   await recordSlugs(
     trx,
     'org',
@@ -193,17 +222,37 @@ async function updateAddresses(trx: Transaction<Database>, changes: readonly Org
 }
 
 /**
- * Merges the next chunk of a run's staged rows (registrar.stage.ts) into the Orgs: one row per company
- * number, the last one of the run. Each number is met once per run, so a changed Org is bumped
+ * Plans the next chunk of a run's staged rows (registrar.stage.ts): one row per company number, the
+ * last one of the run, with whether its Org exists and is unchanged, and a public label reserved for
+ * each new company. Outside the chunk's transaction: the staging table does not change while it is
+ * merged, and no other writer touches this register's Orgs (the caller holds the register's lock).
+ */
+export async function planRegistrarChunk(
+  db: Db,
+  ctx: Ctx,
+  after: string,
+  limit: number,
+): Promise<RegistrarChunkPlan | null> {
+  const winners = await nextWinners(db, ctx.runId, ctx.country, after, limit);
+  if (winners.length === 0) return null;
+  const slugs = await reserveSlugs(
+    db,
+    'org',
+    winners.filter((w) => !w.same && w.org_id === null).map((w) => ({ base: w.slug ?? 'org' })),
+  );
+  return { last: winners.at(-1)!.number, winners, slugs };
+}
+
+/**
+ * Merges a planned chunk into the Orgs. Each number is met once per run, so a changed Org is bumped
  * exactly once, and an unchanged one is never read into JavaScript (the stage query says so).
  */
 export async function mergeRegistrarChunk(
   trx: Transaction<Database>,
-  ctx: Ctx,
-  after: string,
-  limit: number,
+  ctx: MergeCtx,
+  plan: RegistrarChunkPlan,
 ): Promise<MergeOutcome> {
-  const winners = await nextWinners(trx, ctx.runId, ctx.country, after, limit);
+  const { winners } = plan;
   const byPart = new Map<number, { inserted: number; updated: number; unchanged: number }>();
   const tally = (partNo: number, k: 'inserted' | 'updated' | 'unchanged') => {
     const c = byPart.get(partNo) ?? { inserted: 0, updated: 0, unchanged: 0 };
@@ -215,7 +264,7 @@ export async function mergeRegistrarChunk(
     updated: 0,
     unchanged: 0,
     merged: winners.length,
-    last: winners.at(-1)?.number ?? null,
+    last: plan.last,
     changedOrgIds: [],
     byPart,
   };
@@ -275,7 +324,7 @@ export async function mergeRegistrarChunk(
     tally(row.part_no, 'updated');
     outcome.updated++;
   }
-  const insertedIds = await insertOrgs(trx, inserts, ctx);
+  const insertedIds = await insertOrgs(trx, inserts, plan.slugs, ctx);
   outcome.inserted = insertedIds.length;
   await updateOrgs(trx, orgChanges, ctx);
   await updateAddresses(trx, addressChanges);

@@ -151,7 +151,7 @@ export interface Winner {
  * never read into JavaScript.
  */
 export async function nextWinners(
-  trx: Transaction<Database>,
+  trx: Db | Transaction<Database>,
   runId: number,
   country: string,
   after: string,

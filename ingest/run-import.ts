@@ -8,6 +8,8 @@ import {
   type BatchOutcome,
   type BatchRow,
   type FeedHandler,
+  type MergeOutcome,
+  MergeRaceError,
   type PreparedFeed,
   type StagedFeed,
   StaleStagedRowsError,
@@ -55,6 +57,11 @@ export interface RunImportDeps {
   onProgress?: (progress: ImportProgress) => void | Promise<void>;
   /** Called after each commit with the Orgs whose content changed in it (search indexing hooks in here). */
   onBatchCommitted?: (orgIds: number[]) => void | Promise<void>;
+  /**
+   * Chunks of a staged run merged side by side, each in its own transaction and connection (default 2;
+   * the pool needs this many connections besides the one holding the feed's lock).
+   */
+  mergeLanes?: number;
   /** Records per batch and transaction (default 2000). */
   batchSize?: number;
   /** Where a zip behind a URL is downloaded to (default: the OS temp folder). */
@@ -352,6 +359,8 @@ async function mergeRereading(
     try {
       return await merge(deps, (await getRun(deps.db, run.id)) ?? run, staged, ctx);
     } catch (error) {
+      // A chunk that lost a race (MergeRaceError) rolled back: merging again from the position resolves it.
+      if (error instanceof MergeRaceError && attempt <= 3) continue;
       if (!(error instanceof StaleStagedRowsError) || attempt > 3) throw error;
       deps.logger?.info(
         { runId: run.id, parts: error.partNos },
@@ -369,7 +378,16 @@ async function mergeRereading(
   }
 }
 
-/** Merges a staged run's rows into the records, one chunk per transaction, from where it got to. */
+/**
+ * Merges a staged run's rows into the records, one chunk per transaction, from where it got to.
+ *
+ * Chunks are planned one after the other and written side by side (`mergeLanes` transactions at once,
+ * on as many connections), so the merge is not bound to one Postgres backend; they commit in key
+ * order: a chunk's transaction, its writes done, waits for the chunk before it to commit, then moves
+ * the merge position and commits. So the position always means "every key up to here is merged", a
+ * killed worker resumes after the last committed chunk, and a chunk that fails rolls back the chunks
+ * after it too (they are merged again by the retry).
+ */
 async function merge(
   deps: RunImportDeps,
   run: ImportRun,
@@ -380,31 +398,54 @@ async function merge(
   const handler = feedHandler(run.feed)!;
   await staged.prepareMerge(db, run.id);
   const stats = new StatsKeeper(db, handler.lookupColumns);
+  const lanes = Math.max(1, Math.trunc(deps.mergeLanes ?? 2));
   let current = run;
   let after = run.merge_after ?? '';
-  for (;;) {
-    const chunk = await db.transaction().execute(async (trx) => {
-      await sql`set local synchronous_commit = off`.execute(trx);
-      const outcome = await staged.mergeChunk(trx, ctx, after);
-      if (outcome.last === null) return { outcome, run: current };
-      const counts = {
-        inserted: outcome.inserted,
-        updated: outcome.updated,
-        unchanged: outcome.unchanged,
-        merged: outcome.merged,
-        mergeAfter: outcome.last,
-      };
-      return { outcome, run: await advanceMerge(trx, run.id, counts, outcome.byPart) };
-    });
-    if (chunk.outcome.last === null) break;
-    after = chunk.outcome.last;
+  type Committed = { outcome: MergeOutcome; run: ImportRun };
+  const inFlight: Promise<Committed>[] = [];
+  let previous: Promise<unknown> = Promise.resolve();
+  // After each commit, in key order: search indexing, statistics, progress, a requested stop.
+  const settle = async (chunk: Committed) => {
     current = chunk.run;
     await stats.afterBatch(current.inserted);
     if (chunk.outcome.changedOrgIds.length > 0) await deps.onBatchCommitted?.(chunk.outcome.changedOrgIds);
     await deps.onProgress?.(progressOf(current));
-    if (deps.signal?.aborted)
-      throw new ImportInterruptedError(`import run ${run.id} handed back while merging`);
+  };
+  try {
+    for (;;) {
+      if (deps.signal?.aborted) break;
+      const plan = await staged.planChunk(db, ctx, after);
+      if (!plan) break;
+      after = plan.last;
+      const before = previous;
+      const chunk = db.transaction().execute(async (trx) => {
+        await sql`set local synchronous_commit = off`.execute(trx);
+        const outcome = await staged.mergeChunk(db, trx, ctx, plan);
+        // Commit in key order (a failed chunk before this one fails this one: it rolls back).
+        await before;
+        const counts = {
+          inserted: outcome.inserted,
+          updated: outcome.updated,
+          unchanged: outcome.unchanged,
+          merged: outcome.merged,
+          mergeAfter: outcome.last,
+        };
+        return { outcome, run: await advanceMerge(trx, run.id, counts, outcome.byPart) };
+      });
+      // Awaited below, in order; this only keeps a rejection from counting as unhandled meanwhile.
+      chunk.catch(() => {});
+      previous = chunk;
+      inFlight.push(chunk);
+      if (inFlight.length >= lanes) await settle(await inFlight.shift()!);
+    }
+    while (inFlight.length > 0) await settle(await inFlight.shift()!);
+  } finally {
+    // On a failure, the chunks still in flight roll back (each waits for the one before it); wait for
+    // them so no transaction of this merge outlives it.
+    await Promise.allSettled(inFlight);
   }
+  if (deps.signal?.aborted)
+    throw new ImportInterruptedError(`import run ${run.id} handed back while merging`);
   if (current.inserted + current.updated > 0) await stats.afterRun();
   return current;
 }
