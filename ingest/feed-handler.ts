@@ -51,11 +51,12 @@ export interface StagedFeed {
   /** Once, before the first chunk (e.g. index the staging area); idempotent. */
   prepareMerge(db: Db, runId: number): Promise<void>;
   /**
-   * The next chunk of keys after `after` (null: nothing left), worked out outside any transaction
+   * The next chunk of keys after `after` (at most `limit`, or the feed's own chunk size; null: nothing
+   * left), worked out outside any transaction
    * (read-only but for reservations that need no rollback, e.g. public labels), so the next chunk is
    * planned while this one is written.
    */
-  planChunk(db: Db, ctx: BatchContext, after: string): Promise<ChunkPlan | null>;
+  planChunk(db: Db, ctx: BatchContext, after: string, limit?: number): Promise<ChunkPlan | null>;
   /**
    * Writes a planned chunk in the caller's transaction. Chunks of one run are disjoint in their keys
    * and may be written side by side (run-import.ts commits them in key order).

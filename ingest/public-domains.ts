@@ -128,18 +128,21 @@ export async function recordNewSlugs(
  * What the lock no longer covers: a clash-numbered label (`acme-2`) equal to another name's plain
  * slug, reserved by two allocators before either records it. The Orgs' unique `public_slug` (and the
  * labels table's key) refuse the second insert, which the caller retries with a fresh reservation
- * (registrar.loader.ts, SlugRaceError). A reserved label whose insert never commits is simply
- * never used (labels need to be unique, not dense).
+ * (registrar.loader.ts, MergeRaceError). `keep` stores the labels in the same transaction, so the
+ * caller can give the same labels again when its write rolls back and is retried.
  */
 export async function reserveSlugs(
   db: Db,
   scope: SlugScope,
   requests: readonly SlugRequest[],
+  keep: (trx: Transaction<Database>, slugs: string[]) => Promise<void>,
 ): Promise<string[]> {
   if (requests.length === 0) return [];
   return db.transaction().execute(async (trx) => {
     // Waits only for other allocators; the bound turns an unforeseen wait cycle into a retried error.
     await sql`set local lock_timeout = '60s'`.execute(trx);
-    return allocateSlugs(trx, scope, requests);
+    const slugs = await allocateSlugs(trx, scope, requests);
+    await keep(trx, slugs);
+    return slugs;
   });
 }

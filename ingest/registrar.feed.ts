@@ -70,8 +70,13 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
     stagedRows: stagedRowsOf,
     dropPart: deleteStagedPart,
     prepareMerge: indexStage,
-    planChunk: (db, ctx, after) =>
-      planRegistrarChunk(db, { runId: ctx.runId, country: ctx.options.country ?? 'GB' }, after, MERGE_CHUNK),
+    planChunk: (db, ctx, after, limit) =>
+      planRegistrarChunk(
+        db,
+        { runId: ctx.runId, country: ctx.options.country ?? 'GB' },
+        after,
+        limit ?? MERGE_CHUNK,
+      ),
     mergeChunk: (db, trx, ctx, plan) =>
       mergeRegistrarChunk(
         trx,

@@ -7,6 +7,8 @@ import { recordSlugs, reserveSlugs } from './public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
 import {
   byCtid,
+  keepLabels,
+  keptLabelsOf,
   nextWinners,
   refreshFingerprints,
   stagedRecords,
@@ -58,6 +60,54 @@ function labelRace(error: unknown): never {
   if (e.code === '23505' && e.constraint !== undefined && LABEL_KEYS.has(e.constraint))
     throw new MergeRaceError(`a public label was taken by another import meanwhile (${e.constraint})`);
   throw error;
+}
+
+interface LabelRequest {
+  number: string;
+  base: string;
+  /** The Org, for a rename (it may get a label it held before back). */
+  ownerId?: number;
+  /** The label an earlier attempt at this chunk reserved (null: none). */
+  kept: string | null;
+}
+
+/**
+ * Public labels for a chunk's new or renamed companies: the label an earlier attempt reserved when it
+ * is still free (held by nobody else, as an Org's label or an alias), else a new reservation, kept
+ * for the run (registrar.stage.ts keepLabels) in the reservation's own transaction.
+ */
+async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[]): Promise<string[]> {
+  const out = requests.map((r) => r.kept);
+  const kept = requests.flatMap((r) => (r.kept === null ? [] : [r.kept]));
+  if (kept.length > 0) {
+    const { rows } = await sql<{ slug: string; owner: number }>`
+      select k.slug, h.owner from unnest(${kept}::text[]) as k(slug)
+      cross join lateral (
+        select org_id as owner from org_public_domains where slug = k.slug
+        union all select id from orgs where public_slug = k.slug) h`.execute(db);
+    const holders = new Map<string, Set<number>>();
+    for (const r of rows) holders.set(r.slug, (holders.get(r.slug) ?? new Set()).add(Number(r.owner)));
+    requests.forEach((r, i) => {
+      const held = r.kept === null ? undefined : holders.get(r.kept);
+      if (held && [...held].some((owner) => owner !== r.ownerId)) out[i] = null;
+    });
+  }
+  const todo = requests.flatMap((r, i) => (out[i] === null ? [{ r, i }] : []));
+  const fresh = await reserveSlugs(
+    db,
+    'org',
+    todo.map(({ r }) => ({ base: r.base, ...(r.ownerId === undefined ? {} : { ownerId: r.ownerId }) })),
+    (trx, slugs) =>
+      keepLabels(
+        trx,
+        runId,
+        todo.map(({ r }, k) => ({ number: r.number, label: slugs[k]! })),
+      ),
+  );
+  todo.forEach(({ i }, k) => {
+    out[i] = fresh[k]!;
+  });
+  return out as string[];
 }
 
 async function findExisting(trx: Transaction<Database>, country: string, numbers: string[]) {
@@ -167,10 +217,20 @@ async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChang
   const renamed = changes.filter((c) => c.existing.name !== c.record.name);
   // Reserved outside this transaction, like a new company's label (the slug lock is never held while
   // a chunk waits for the chunk before it to commit).
-  const newSlugs = await reserveSlugs(
+  const keptLabels = await keptLabelsOf(
+    trx,
+    ctx.runId,
+    renamed.map((c) => c.record.number),
+  );
+  const newSlugs = await labelsFor(
     ctx.db,
-    'org',
-    renamed.map((c) => ({ base: slugify(c.record.name), ownerId: c.existing.id })),
+    ctx.runId,
+    renamed.map((c) => ({
+      number: c.record.number,
+      base: slugify(c.record.name),
+      ownerId: c.existing.id,
+      kept: keptLabels.get(c.record.number) ?? null,
+    })),
   );
   const slugOf = new Map(renamed.map((c, i) => [c.existing.id, newSlugs[i]!]));
   // Orgs without a registered address yet (written by an older version) get one now.
@@ -235,10 +295,12 @@ export async function planRegistrarChunk(
 ): Promise<RegistrarChunkPlan | null> {
   const winners = await nextWinners(db, ctx.runId, ctx.country, after, limit);
   if (winners.length === 0) return null;
-  const slugs = await reserveSlugs(
+  const slugs = await labelsFor(
     db,
-    'org',
-    winners.filter((w) => !w.same && w.org_id === null).map((w) => ({ base: w.slug ?? 'org' })),
+    ctx.runId,
+    winners
+      .filter((w) => !w.same && w.org_id === null)
+      .map((w) => ({ number: w.number, base: w.slug ?? 'org', kept: w.label })),
   );
   return { last: winners.at(-1)!.number, winners, slugs };
 }

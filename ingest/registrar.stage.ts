@@ -18,6 +18,12 @@ import type { RegistrarRecord } from './registrar.normalize.js';
  */
 export const stageTableOf = (runId: number) => `import_stage_${Math.trunc(runId)}`;
 const table = (runId: number) => sql.table(stageTableOf(runId));
+/**
+ * The public labels reserved for the run's companies (by company number), kept until the run ends: a
+ * chunk that rolls back (a killed worker, a failed statement) is merged again with the labels it was
+ * given, so a resumed run hands out the same labels as a clean one. Unlogged like the stage.
+ */
+const labelsTable = (runId: number) => sql.table(`${stageTableOf(runId)}_labels`);
 
 const COLUMNS = [
   'part_no',
@@ -123,6 +129,9 @@ export async function stageRows(
 /** The merge's order: by company number, the last row (part, then line) first. Built once, after all parts. */
 export async function indexStage(db: Db, runId: number): Promise<void> {
   await sql`
+    create unlogged table if not exists ${labelsTable(runId)} (number text primary key, label text not null)
+    with (autovacuum_enabled = false)`.execute(db);
+  await sql`
     create index if not exists ${sql.id(`${stageTableOf(runId)}_key`)}
     on ${table(runId)} (number, part_no desc, line desc)`.execute(db);
   // Autovacuum never looks at this table: without statistics the planner may sort the whole table for
@@ -143,6 +152,8 @@ export interface Winner {
   slug: string | null;
   /** Unchanged, but the Org does not hold this row's fingerprint yet (it is written, nothing else). */
   refresh: boolean;
+  /** The label reserved for this company by an earlier attempt at its chunk (null: none yet). */
+  label: string | null;
 }
 
 /**
@@ -166,7 +177,8 @@ export async function nextWinners(
       coalesce(o.content_hash = w.org_hash and o.left_register_on is null
                and o.registered_address_id is not null, false) as same,
       case when o.id is null then w.slug end as slug,
-      coalesce(o.source_fingerprint is distinct from w.fingerprint, false) as refresh
+      coalesce(o.source_fingerprint is distinct from w.fingerprint, false) as refresh,
+      (select l.label from ${labelsTable(runId)} l where l.number = w.number) as label
     -- One index probe per number (lateral): a join was planned as a hash join over a sequential scan
     -- of the register's Orgs for every chunk (70 ms a chunk at 200,000 Orgs, quadratic in its size).
     -- LIMIT 1 (the key is unique) keeps the planner from flattening it back into that join.
@@ -230,6 +242,7 @@ export async function stagedRecords(
 
 export async function dropStage(trx: Transaction<Database> | Db, runId: number): Promise<void> {
   await sql`drop table if exists ${table(runId)}`.execute(trx);
+  await sql`drop table if exists ${labelsTable(runId)}`.execute(trx);
 }
 
 /** Unchanged Orgs take the fingerprint of the row that found them unchanged (no version, no index). */
@@ -244,4 +257,32 @@ export async function refreshFingerprints(
     update orgs o set source_fingerprint = s.fingerprint
     from ${byCtid(runId, winners)}
     where o.registration_country = ${country} and o.registration_number = s.number`.execute(trx);
+}
+
+/** Remembers the labels reserved for these companies (in the reservation's transaction). */
+export async function keepLabels(
+  trx: Transaction<Database>,
+  runId: number,
+  labels: readonly { number: string; label: string }[],
+): Promise<void> {
+  if (labels.length === 0) return;
+  await sql`
+    insert into ${labelsTable(runId)} (number, label)
+    select * from unnest(${labels.map((l) => l.number)}::text[], ${labels.map((l) => l.label)}::text[])
+    on conflict (number) do update set label = excluded.label`.execute(trx);
+}
+
+/** The labels kept for these companies by earlier attempts (by company number). */
+export async function keptLabelsOf(
+  trx: Transaction<Database>,
+  runId: number,
+  numbers: readonly string[],
+): Promise<Map<string, string>> {
+  if (numbers.length === 0) return new Map();
+  const { rows } = await sql<{ number: string; label: string }>`
+    select l.number, l.label from unnest(${numbers}::text[]) as k(number)
+    cross join lateral (select number, label from ${labelsTable(runId)} where number = k.number limit 1) l`.execute(
+    trx,
+  );
+  return new Map(rows.map((r) => [r.number, r.label]));
 }

@@ -62,6 +62,8 @@ export interface RunImportDeps {
    * the pool needs this many connections besides the one holding the feed's lock).
    */
   mergeLanes?: number;
+  /** Keys per merge chunk and transaction (default: the feed's, 5,000 for the register). */
+  mergeChunk?: number;
   /** Records per batch and transaction (default 2000). */
   batchSize?: number;
   /** Where a zip behind a URL is downloaded to (default: the OS temp folder). */
@@ -414,7 +416,7 @@ async function merge(
   try {
     for (;;) {
       if (deps.signal?.aborted) break;
-      const plan = await staged.planChunk(db, ctx, after);
+      const plan = await staged.planChunk(db, ctx, after, deps.mergeChunk);
       if (!plan) break;
       after = plan.last;
       const before = previous;

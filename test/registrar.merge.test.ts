@@ -1,0 +1,152 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createRun, getRun, type ImportRun } from '../ingest/import-runs.repository.js';
+import { runImport } from '../ingest/run-import.js';
+import type { Db } from '../shared/db.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+import { registerState } from './support/registrar-state.js';
+
+/**
+ * The register merge writes several chunks side by side (run-import.ts `merge`, `mergeLanes`) and
+ * reserves public labels outside the chunk's transaction (public-domains.ts `reserveSlugs`).
+ */
+const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-merge-'));
+const file = (name: string, content: string) => {
+  const p = path.join(dir, name);
+  writeFileSync(p, content);
+  return p;
+};
+const num = (i: number) => String(i).padStart(8, '0');
+
+let t: TestDb;
+beforeAll(async () => {
+  t = await createTestDb();
+});
+afterAll(async () => {
+  await t?.drop();
+});
+
+async function clear(db: Db) {
+  await sql`drop trigger if exists fail_once on orgs`.execute(db);
+  await sql`truncate orgs, addresses, org_public_domains, public_slug_counters, import_rejects, import_runs restart identity cascade`.execute(
+    db,
+  );
+}
+
+async function run(db: Db, source: string, deps: { mergeLanes: number; mergeChunk: number }) {
+  const created = await createRun(db, { feed: 'registrar', source, options: { country: 'GB', full: false } });
+  return { id: created.id, done: () => runImport({ db, batchSize: 7, ...deps }, created.id) };
+}
+
+const counts = (r: ImportRun) => [r.rows_read, r.inserted, r.updated, r.unchanged, r.duplicates];
+
+// 60 companies; some twice (the later row wins), some sharing a name (numbered labels).
+const rows = [
+  ...Array.from({ length: 60 }, (_, i) => registrarFields(num(i + 1), `COMPANY ${i % 45} LTD`)),
+  registrarFields(num(7), 'COMPANY 7 RENAMED LTD'),
+  registrarFields(num(33), 'COMPANY 33 LTD', { 'RegAddress.PostTown': 'YORK' }),
+];
+
+describe('register merge in lanes', () => {
+  beforeEach(async () => {
+    await clear(t.db);
+  });
+
+  it('gives the same records and counts with three lanes as with one, first import and changed re-import', async () => {
+    const source = file('lanes.csv', registrarCsv(rows));
+    const changed = file(
+      'lanes-changed.csv',
+      registrarCsv(rows.map((r, i) => (i % 4 === 0 ? { ...r, 'RegAddress.PostTown': 'HULL' } : r))),
+    );
+    const clean = await createTestDb();
+    try {
+      const one = { mergeLanes: 1, mergeChunk: 4 };
+      const three = { mergeLanes: 3, mergeChunk: 4 };
+      const ref = [
+        await (await run(clean.db, source, one)).done(),
+        await (await run(clean.db, changed, one)).done(),
+      ];
+      const got = [
+        await (await run(t.db, source, three)).done(),
+        await (await run(t.db, changed, three)).done(),
+      ];
+      expect(got.map(counts)).toEqual(ref.map(counts));
+      expect(counts(got[0]!)).toEqual([62, 60, 0, 0, 2]);
+      expect(got[1]!.updated).toBeGreaterThan(0);
+      expect(await registerState(t.db)).toEqual(await registerState(clean.db));
+    } finally {
+      await clean.drop();
+    }
+  });
+
+  it('commits chunks in key order: a chunk that fails rolls back the chunks after it, and the run resumes as one clean run', async () => {
+    const source = file('fail.csv', registrarCsv(rows));
+    const clean = await createTestDb();
+    try {
+      const reference = await (await run(clean.db, source, { mergeLanes: 1, mergeChunk: 4 })).done();
+      // The Org of company 30 cannot be written once (a database error in the middle of a chunk,
+      // while the chunks after it are being written by other lanes).
+      await sql`create table if not exists fail_flag (done boolean)`.execute(t.db);
+      await sql`truncate fail_flag`.execute(t.db);
+      await sql`
+        create or replace function fail_once() returns trigger language plpgsql as $$
+        begin
+          if new.registration_number = '00000030' and not exists (select 1 from fail_flag) then
+            insert into fail_flag values (true);
+            raise exception 'disk on fire';
+          end if;
+          return new;
+        end $$`.execute(t.db);
+      await sql`create trigger fail_once before insert on orgs for each row execute function fail_once()`.execute(
+        t.db,
+      );
+      const r = await run(t.db, source, { mergeLanes: 3, mergeChunk: 4 });
+      // The flag row is written in the failing transaction and rolled back with it: the trigger fails
+      // every attempt until the flag is set from outside.
+      await expect(r.done()).rejects.toThrow(/disk on fire/);
+      const half = (await getRun(t.db, r.id))!;
+      expect(half.status).toBe('running');
+      // Every key up to the merge position is merged, none after it: later chunks did not commit.
+      const after = half.merge_after!;
+      expect(after < '00000030').toBe(true);
+      const { rows: beyond } = await sql<{ n: string }>`
+        select count(*) as n from orgs where registration_number > ${after}`.execute(t.db);
+      expect(Number(beyond[0]!.n)).toBe(0);
+      const { rows: upto } = await sql<{ n: string }>`
+        select count(*) as n from orgs where registration_number <= ${after}`.execute(t.db);
+      expect(Number(upto[0]!.n)).toBe(Number(after));
+      await sql`insert into fail_flag values (true)`.execute(t.db);
+      const resumed = await runImport({ db: t.db, mergeLanes: 3, mergeChunk: 4 }, r.id);
+      expect(counts(resumed)).toEqual(counts(reference));
+      expect(await registerState(t.db)).toEqual(await registerState(clean.db));
+    } finally {
+      await clean.drop();
+    }
+  });
+
+  it('a label taken by another writer after it was reserved: the chunk is merged again with the next label', async () => {
+    const source = file(
+      'race.csv',
+      registrarCsv(Array.from({ length: 9 }, (_, i) => registrarFields(num(i + 1), `HARBOUR ${i} LTD`))),
+    );
+    // Another import's new Org holds 'harbour-4-ltd' as its label, not yet in the labels table (what a
+    // concurrent allocator's uncommitted insert looks like to the taken check).
+    await sql`
+      insert into orgs (domain_cc, public_slug, name, content_hash)
+      values ('gb', 'harbour-4-ltd', 'HARBOUR 4 (ELSEWHERE)', 'x')`.execute(t.db);
+    const done = await (await run(t.db, source, { mergeLanes: 2, mergeChunk: 3 })).done();
+    expect(done).toMatchObject({ status: 'succeeded', inserted: 9, updated: 0, unchanged: 0 });
+    const state = await registerState(t.db);
+    expect(state.find((o) => o.registration_number === num(5))).toMatchObject({
+      public_slug: 'harbour-4-ltd-2',
+      slugs: ['harbour-4-ltd-2'],
+      version_number: 1,
+    });
+    const slugs = state.filter((o) => o.registration_number !== null).map((o) => o.public_slug);
+    expect(new Set(slugs).size).toBe(9);
+  });
+});
