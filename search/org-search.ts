@@ -129,11 +129,6 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
   return { unchecked, resolved };
 }
 
-/** The exact query for "the name contains the folded term", with its suspects checked. */
-function resolveTerm(deps: OrgSearchDeps, folded: string): Promise<Resolved> {
-  return termQuery(deps, folded).resolved;
-}
-
 function idsOf(res: SearchResponse): number[] {
   return res.hits.map((h) => Number(h.id));
 }
@@ -211,15 +206,32 @@ async function relevancePage(
 ): Promise<OrgSearchPage> {
   const key = quote(nameSortKey(folded));
   const startsWith = `n >= ${key} AND n < ${quote(`${nameSortKey(folded)}{`)}`;
-  const [match, equalIds] = await Promise.all([
-    resolveTerm(deps, folded),
-    readAllIds(deps, '', [`n = ${key}`]),
-  ]);
+  const term = termQuery(deps, folded);
+  const equal = readAllIds(deps, '', [`n = ${key}`]);
+  // Usually no Org's domain or whole name equals the term and no suspect is true: the tiers of the
+  // unchecked candidates are then the answer, so they are asked for while that is being found out.
+  const guess =
+    query.domainOrgIds.length === 0 ? tieredPage(deps, term.unchecked, [], startsWith, query) : undefined;
+  // Awaited below, or superseded by the exact tiers (its failure then changes nothing).
+  guess?.catch(() => undefined);
+  const [match, equalIds] = await Promise.all([term.resolved, equal]);
+  if (guess && match === term.unchecked && equalIds.length === 0) return guess;
   const firstIds = [...new Set([...query.domainOrgIds, ...equalIds])];
   const firstRows = await deps.namesOf(firstIds);
   const first = [...firstRows]
     .sort(([, a], [, b]) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))
     .map(([id]) => id);
+  return tieredPage(deps, match, first, startsWith, query);
+}
+
+/** The relevance tiers of an exact term query, given the first tier (ids in stable-domain order). */
+async function tieredPage(
+  deps: OrgSearchDeps,
+  match: Resolved,
+  first: number[],
+  startsWith: string,
+  query: OrgSearchQuery,
+): Promise<OrgSearchPage> {
   const notFirst = first.length > 0 ? [idNotIn(first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
