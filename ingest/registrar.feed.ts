@@ -38,9 +38,11 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
   // (parts only stage, so they need no lock).
   lockKey: (options) => `registrar:${options.country ?? 'GB'}`,
 
-  // Orgs are found by company number (the lookup that went wrong with stale statistics); addresses and
-  // labels are looked up by primary key (`= any(...)`), whatever the statistics.
-  lookupColumns: { orgs: ['registration_country', 'registration_number'] },
+  // Orgs are found by company number (the lookup that went wrong with stale statistics). Changed
+  // addresses are updated by id from a list (UPDATE ... FROM unnest): with the statistics of a smaller
+  // table that was planned as a hash join over every address (180 ms per 1,000 changed companies at
+  // 200,000 addresses, against 15 ms), so the addresses' ids are kept analysed too.
+  lookupColumns: { orgs: ['registration_country', 'registration_number'], addresses: ['id'] },
 
   recognizesRows: true,
 
