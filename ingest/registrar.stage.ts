@@ -136,7 +136,9 @@ export async function indexStage(db: Db, runId: number): Promise<void> {
     on ${table(runId)} (number, part_no desc, line desc)`.execute(db);
   // Autovacuum never looks at this table: without statistics the planner may sort the whole table for
   // every chunk instead of walking the index.
-  await sql`analyze ${table(runId)}`.execute(db);
+  // Only the merge's key columns: statistics for all twenty text columns took 0.4-1.1 s per 200,000
+  // staged rows, and no merge query filters on the others.
+  await sql`analyze ${table(runId)} (number, part_no, line)`.execute(db);
 }
 
 export interface Winner {
