@@ -12,11 +12,13 @@ import { writeRegistrarFile } from './registrar-generate.js';
  * and pg_stat_statements: `node --import tsx bench/import-profile.ts [rows]`. Runs a first import,
  * the same file again and the file with 10% changed, each timed, into a database of its own
  * (created and dropped). Env: PROFILE_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres),
- * PROFILE_STEPS (e.g. `first` to run only the first import), PROFILE_KEEP=1 to keep the database.
+ * PROFILE_STEPS (e.g. `first` to run only the first import), PROFILE_LANES (merge chunks written side
+ * by side, default 2), PROFILE_KEEP=1 to keep the database.
  */
 const N = Number(process.argv[2] ?? 200_000);
 const ADMIN = process.env.PROFILE_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const steps = (process.env.PROFILE_STEPS ?? 'first,again,changed').split(',');
+const LANES = Number(process.env.PROFILE_LANES ?? 2);
 const dbName = `bizdir_profile_${process.pid}`;
 const url = new URL(ADMIN);
 url.pathname = `/${dbName}`;
@@ -38,7 +40,7 @@ await writeRegistrarFile(file, N);
 await writeRegistrarFile(changed, N, 10);
 console.log(`${N} rows, ${Math.round(statSync(file).size / 2 ** 20)} MB`);
 await admin(`create database ${dbName}`);
-const { db, close } = createDb(url.toString(), { max: 4 });
+const { db, close } = createDb(url.toString(), { max: LANES + 3 });
 try {
   await migrateToLatest(db);
   for (const [step, source] of [
@@ -54,7 +56,7 @@ try {
     });
     const t = performance.now();
     const cpu = process.cpuUsage();
-    const done = await runImport({ db }, run.id);
+    const done = await runImport({ db, mergeLanes: LANES }, run.id);
     const ms = performance.now() - t;
     const used = process.cpuUsage(cpu);
     // The parts' read + stage phase ends at the last part's finish; the merge and settle follow.

@@ -406,7 +406,7 @@ async function merge(
   type Committed = { outcome: MergeOutcome; run: ImportRun };
   const inFlight: Promise<Committed>[] = [];
   let previous: Promise<unknown> = Promise.resolve();
-  // After each commit, in key order: search indexing, statistics, progress, a requested stop.
+  // After each commit, in key order: statistics, search indexing, progress.
   const settle = async (chunk: Committed) => {
     current = chunk.run;
     await stats.afterBatch(current.inserted);
