@@ -51,12 +51,17 @@ export interface StagedFeed {
   /** Once, before the first chunk (e.g. index the staging area); idempotent. */
   prepareMerge(db: Db, runId: number): Promise<void>;
   /**
-   * The next chunk of keys after `after` (at most `limit`, or the feed's own chunk size; null: nothing
-   * left), worked out outside any transaction
-   * (read-only but for reservations that need no rollback, e.g. public labels), so the next chunk is
-   * planned while this one is written.
+   * Where the chunks after `after` end: the last key of every `limit` keys (or the feed's own chunk
+   * size), in order; the keys after the last bound are one more chunk. One cheap pass over the
+   * staged keys, so the chunks can be planned side by side.
    */
-  planChunk(db: Db, ctx: BatchContext, after: string, limit?: number): Promise<ChunkPlan | null>;
+  chunkBounds(db: Db, ctx: BatchContext, after: string, limit?: number): Promise<string[]>;
+  /**
+   * The chunk of keys in (`after`, `upto`] (`upto` null: to the end; null result: no key there),
+   * worked out outside any transaction (read-only but for reservations that need no rollback, e.g.
+   * public labels), so chunks are planned while others are written.
+   */
+  planChunk(db: Db, ctx: BatchContext, after: string, upto: string | null): Promise<ChunkPlan | null>;
   /**
    * Writes a planned chunk in the caller's transaction. Chunks of one run are disjoint in their keys
    * and may be written side by side (run-import.ts commits them in key order).

@@ -15,6 +15,7 @@ import {
   deleteStagedPart,
   dropStage,
   indexStage,
+  stageChunkBounds,
   stagedRowsOf,
   stageRows,
 } from './registrar.stage.js';
@@ -72,13 +73,9 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
     stagedRows: stagedRowsOf,
     dropPart: deleteStagedPart,
     prepareMerge: indexStage,
-    planChunk: (db, ctx, after, limit) =>
-      planRegistrarChunk(
-        db,
-        { runId: ctx.runId, country: ctx.options.country ?? 'GB' },
-        after,
-        limit ?? MERGE_CHUNK,
-      ),
+    chunkBounds: (db, ctx, after, limit) => stageChunkBounds(db, ctx.runId, after, limit ?? MERGE_CHUNK),
+    planChunk: (db, ctx, after, upto) =>
+      planRegistrarChunk(db, { runId: ctx.runId, country: ctx.options.country ?? 'GB' }, after, upto),
     mergeChunk: (db, trx, ctx, plan) =>
       mergeRegistrarChunk(
         trx,

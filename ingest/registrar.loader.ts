@@ -291,9 +291,9 @@ export async function planRegistrarChunk(
   db: Db,
   ctx: Ctx,
   after: string,
-  limit: number,
+  upto: string | null,
 ): Promise<RegistrarChunkPlan | null> {
-  const winners = await nextWinners(db, ctx.runId, ctx.country, after, limit);
+  const winners = await nextWinners(db, ctx.runId, ctx.country, after, upto);
   if (winners.length === 0) return null;
   const slugs = await labelsFor(
     db,

@@ -159,7 +159,26 @@ export interface Winner {
 }
 
 /**
- * The next `limit` company numbers after `after`, each with its winning row's place, whether its
+ * Where the merge's chunks after `after` end: every `limit`-th distinct company number (one pass over
+ * the stage's index).
+ */
+export async function stageChunkBounds(
+  db: Db,
+  runId: number,
+  after: string,
+  limit: number,
+): Promise<string[]> {
+  const { rows } = await sql<{ number: string }>`
+    select number from (
+      select number, row_number() over (order by number) as n
+      from (select distinct number from ${table(runId)} where number > ${after}) d) x
+    where n % ${Math.max(1, Math.trunc(limit))} = 0
+    order by number`.execute(db);
+  return rows.map((r) => r.number);
+}
+
+/**
+ * The company numbers in (`after`, `upto`], each with its winning row's place, whether its
  * Org exists and whether it is unchanged. Only these few columns travel: an unchanged row is counted,
  * never read into JavaScript.
  */
@@ -168,19 +187,21 @@ export async function nextWinners(
   runId: number,
   country: string,
   after: string,
-  limit: number,
+  upto: string | null,
 ): Promise<Winner[]> {
   const { rows } = await sql<Winner>`
     with w as (
       select distinct on (number) ctid as at, number, part_no, line, org_hash, slug, fingerprint
       from ${table(runId)}
-      where number > ${after} order by number, part_no desc, line desc limit ${limit})
+      where number > ${after} ${upto === null ? sql`` : sql`and number <= ${upto}`}
+      order by number, part_no desc, line desc)
     select w.at::text as at, w.number, w.part_no, w.line, o.id as org_id,
       coalesce(o.content_hash = w.org_hash and o.left_register_on is null
                and o.registered_address_id is not null, false) as same,
       case when o.id is null then w.slug end as slug,
       coalesce(o.source_fingerprint is distinct from w.fingerprint, false) as refresh,
-      (select l.label from ${labelsTable(runId)} l where l.number = w.number) as label
+      case when o.id is null then (select l.label from ${labelsTable(runId)} l where l.number = w.number) end
+        as label
     -- One index probe per number (lateral): a join was planned as a hash join over a sequential scan
     -- of the register's Orgs for every chunk (70 ms a chunk at 200,000 Orgs, quadratic in its size).
     -- LIMIT 1 (the key is unique) keeps the planner from flattening it back into that join.

@@ -383,9 +383,9 @@ async function mergeRereading(
 /**
  * Merges a staged run's rows into the records, one chunk per transaction, from where it got to.
  *
- * Chunks are planned one after the other and written side by side (`mergeLanes` transactions at once,
- * on as many connections), so the merge is not bound to one Postgres backend; they commit in key
- * order: a chunk's transaction, its writes done, waits for the chunk before it to commit, then moves
+ * The chunks' bounds are found first (one pass over the staged keys); then `mergeLanes` chunks at a
+ * time are planned and written side by side (each in its own transaction, on as many connections),
+ * so the merge is not bound to one Postgres backend; they commit in key order: a chunk's transaction, its writes done, waits for the chunk before it to commit, then moves
  * the merge position and commits. So the position always means "every key up to here is merged", a
  * killed worker resumes after the last committed chunk, and a chunk that fails rolls back the chunks
  * after it too (they are merged again by the retry).
@@ -402,38 +402,47 @@ async function merge(
   const stats = new StatsKeeper(db, handler.lookupColumns);
   const lanes = Math.max(1, Math.trunc(deps.mergeLanes ?? 2));
   let current = run;
-  let after = run.merge_after ?? '';
+  const after = run.merge_after ?? '';
   type Committed = { outcome: MergeOutcome; run: ImportRun };
-  const inFlight: Promise<Committed>[] = [];
+  const inFlight: Promise<Committed | null>[] = [];
   let previous: Promise<unknown> = Promise.resolve();
   // After each commit, in key order: statistics, search indexing, progress.
-  const settle = async (chunk: Committed) => {
+  const settle = async (chunk: Committed | null) => {
+    if (!chunk) return;
     current = chunk.run;
     await stats.afterBatch(current.inserted);
     if (chunk.outcome.changedOrgIds.length > 0) await deps.onBatchCommitted?.(chunk.outcome.changedOrgIds);
     await deps.onProgress?.(progressOf(current));
   };
   try {
-    for (;;) {
+    const bounds = await staged.chunkBounds(db, ctx, after, deps.mergeChunk);
+    const ranges = [...bounds, null].map((upto, i) => ({ after: i === 0 ? after : bounds[i - 1]!, upto }));
+    for (const range of ranges) {
       if (deps.signal?.aborted) break;
-      const plan = await staged.planChunk(db, ctx, after, deps.mergeChunk);
-      if (!plan) break;
-      after = plan.last;
       const before = previous;
-      const chunk = db.transaction().execute(async (trx) => {
-        await sql`set local synchronous_commit = off`.execute(trx);
-        const outcome = await staged.mergeChunk(db, trx, ctx, plan);
-        // Commit in key order (a failed chunk before this one fails this one: it rolls back).
-        await before;
-        const counts = {
-          inserted: outcome.inserted,
-          updated: outcome.updated,
-          unchanged: outcome.unchanged,
-          merged: outcome.merged,
-          mergeAfter: outcome.last,
-        };
-        return { outcome, run: await advanceMerge(trx, run.id, counts, outcome.byPart) };
-      });
+      // Each lane plans its chunk (its winners and labels) and writes it; the plans of the lanes run
+      // side by side too (for an unchanged re-import, planning is most of the merge).
+      const chunk = (async (): Promise<Committed | null> => {
+        const plan = await staged.planChunk(db, ctx, range.after, range.upto);
+        if (!plan) {
+          await before;
+          return null;
+        }
+        return db.transaction().execute(async (trx) => {
+          await sql`set local synchronous_commit = off`.execute(trx);
+          const outcome = await staged.mergeChunk(db, trx, ctx, plan);
+          // Commit in key order (a failed chunk before this one fails this one: it rolls back).
+          await before;
+          const counts = {
+            inserted: outcome.inserted,
+            updated: outcome.updated,
+            unchanged: outcome.unchanged,
+            merged: outcome.merged,
+            mergeAfter: outcome.last,
+          };
+          return { outcome, run: await advanceMerge(trx, run.id, counts, outcome.byPart) };
+        });
+      })();
       // Awaited below, in order; this only keeps a rejection from counting as unhandled meanwhile.
       chunk.catch(() => {});
       previous = chunk;
