@@ -5,7 +5,7 @@ import { failPartFor } from '../ingest/run-import.js';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
-import { isConnectionError, isMarkedOutage, isRedisConnectionError, outageOf } from '../shared/outage.js';
+import { isConnectionError, outageOf, reportConnectionError } from '../shared/outage.js';
 import type { QueueName } from '../shared/queues.js';
 import { indexOrgsNotifier } from './index-orgs.processor.js';
 import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
@@ -69,10 +69,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     worker.on('failed', (job, err) => {
       // A job that failed because a service is away (the index sweep, every second, while
       // Meilisearch or Postgres is down) is part of an outage, logged once by its tracker.
-      const outage = isMarkedOutage(err) || isConnectionError(err);
-      if (outage && !isMarkedOutage(err)) {
-        outageOf(isRedisConnectionError(err) ? deps.connection : deps.db).down(err);
-      }
+      const outage = reportConnectionError(err, { postgres: deps.db, redis: deps.connection });
       log[outage ? 'debug' : 'warn']({ jobId: job?.id, name: job?.name, err: err.message }, 'job failed');
       // A job that failed for good without its processor seeing it (e.g. stalled too often).
       if (job?.finishedOn && job.name === 'import-feed') {

@@ -165,6 +165,17 @@ export function isRedisConnectionError(err: unknown): boolean {
   );
 }
 
+/**
+ * Reports an error to the outage tracker of the client it came from when it is a connection error
+ * (an outage already logged once, or to be): true then, and the caller logs it at debug at most.
+ */
+export function reportConnectionError(err: unknown, clients: { postgres: object; redis: object }): boolean {
+  if (isMarkedOutage(err)) return true;
+  if (!isConnectionError(err)) return false;
+  outageOf(isRedisConnectionError(err) ? clients.redis : clients.postgres).down(err);
+  return true;
+}
+
 const OUTAGE = Symbol('bizdir.outage');
 
 /** Marks an error as already reported by an outage tracker, so its job failure is logged at debug. */
