@@ -14,7 +14,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
-import { hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
+import { freePort, hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
 
 /**
  * Real lost connections, logged through shared/outage.ts: a private redis-server that is killed and
@@ -55,14 +55,6 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A redis-server of this test's own, started and killed at will. */
 class PrivateRedis {
