@@ -52,9 +52,14 @@ const CATEGORIES = [
 ];
 const PREFIXES = ['', '', '', '', '', '', 'SC', 'NI', 'OC', 'SL'];
 
+/**
+ * Eight characters like the register's: `01234567`, or two letters and six digits (`SC012345`).
+ * Unique up to 10 million companies: a prefix is tied to `i % 10`, so `i / 10` fits six digits.
+ */
 export function companyNumber(i: number): string {
   const prefix = PREFIXES[i % PREFIXES.length]!;
-  return prefix + String(i).padStart(8 - prefix.length, '0');
+  if (prefix === '') return String(i).padStart(8, '0');
+  return prefix + String(Math.floor(i / PREFIXES.length)).padStart(6, '0');
 }
 
 function row(i: number, name: string): string {
