@@ -1,4 +1,5 @@
 import { type Logger, pino } from 'pino';
+import { createLogger } from './logger.js';
 
 /**
  * Outages of a backing service (Postgres, Redis, Meilisearch), as the log tells them: one warning
@@ -73,7 +74,20 @@ let quiet: Logger | undefined;
  * command as rejected calls, which report them; the connection events are kept at debug.
  */
 function quietLog(): Logger {
-  quiet ??= pino({ level: process.env.LOG_LEVEL ?? 'info', base: { pid: process.pid } }, pino.destination(2));
+  if (!quiet) {
+    // Read from the environment as loadConfig would, without failing on a value it would refuse.
+    const level = process.env.LOG_LEVEL ?? 'info';
+    const format = process.env.LOG_FORMAT;
+    quiet = createLogger(
+      {
+        logLevel: (level in pino.levels.values || level === 'silent' ? level : 'info') as never,
+        logFormat: format === 'json' || format === 'pretty' ? format : 'auto',
+      },
+      {},
+      undefined,
+      2,
+    );
+  }
   return quiet;
 }
 
