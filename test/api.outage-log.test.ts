@@ -69,6 +69,11 @@ describe('outage logging', () => {
       expect((await get(app, orgPath, key)).status).toBe(200);
       await proxy.cut();
       for (let i = 0; i < 8; i++) expect((await get(app, orgPath, key)).status).toBe(503);
+      // An orchestrator probing readiness meanwhile: 503s, and no line per probe either.
+      for (let i = 0; i < 3; i++) {
+        expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503);
+      }
+      expect(count(/^not ready$/)).toBe(0);
       await proxy.start();
       expect(await eventually(async () => (await get(app, orgPath, key)).status === 200)).toBe(true);
       expect(count(/^Redis connection lost/)).toBe(1);
