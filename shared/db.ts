@@ -56,13 +56,22 @@ export function createDb(connectionString: string, options: DbOptions = {}): DbH
     // Lets bulk writers reach a transaction's client for COPY (see pg-copy.ts).
     answerClientMarker(client);
   });
-  // A connection that cannot be made (Postgres away, no idle client to lose) is an outage too.
+  // A connection that cannot be made (Postgres away, no idle client to lose) is an outage too, in
+  // both of pg's forms: the promise (Kysely) and the callback (pool.query).
+  const refused = (err: unknown) => {
+    if (isConnectionError(err)) outageOf(pool).down(err);
+  };
   const connect = pool.connect as (this: pg.Pool, ...args: unknown[]) => Promise<pg.PoolClient> | undefined;
   pool.connect = function (this: pg.Pool, ...args: unknown[]) {
-    // The callback form (pool.query uses it) reports through the promise-less path unchanged.
-    if (args.length > 0) return connect.apply(this, args);
-    return connect.apply(this, args)?.catch((err: unknown) => {
-      if (isConnectionError(err)) outageOf(pool).down(err);
+    const [callback] = args;
+    if (typeof callback === 'function') {
+      return connect.call(this, (err: unknown, ...rest: unknown[]) => {
+        if (err) refused(err);
+        return callback(err, ...rest);
+      });
+    }
+    return connect.call(this)?.catch((err: unknown) => {
+      refused(err);
       throw err;
     });
   } as typeof pool.connect;

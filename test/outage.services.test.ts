@@ -175,30 +175,36 @@ describe('outages of real connections are logged once, with their recovery', { t
       }
     });
 
-    it('a pool that cannot connect at all (no connection to lose) through Kysely: the same', async () => {
-      const target = hostPort(t.url, 5432);
-      const proxy = new TcpProxy(target.host, target.port);
-      await proxy.start();
-      const port = proxy.port;
-      await proxy.cut(); // nothing listens there now
-      const { lines, logger, count } = capture();
-      const handle = createDb(withPort(t.url, port), { max: 2, connectionTimeoutMillis: 1_000 });
-      reportPgOutages(logger, handle.pool);
-      try {
-        for (let i = 0; i < 4; i++) {
-          await expect(handle.db.selectFrom('orgs').select('id').execute()).rejects.toThrow();
-        }
-        expect(count(/^Postgres connection lost; retrying$/, 40)).toBe(1);
-        expect(lines[0]?.err).toMatch(/ECONNREFUSED/);
+    it.each([
+      ['Kysely', (h: ReturnType<typeof createDb>) => h.db.selectFrom('orgs').select('id').execute()],
+      ['pool.query', (h: ReturnType<typeof createDb>) => h.pool.query('select id from orgs')],
+    ] as const)(
+      'a pool that cannot connect at all (no connection to lose), through %s: the same',
+      async (_via, query) => {
+        const target = hostPort(t.url, 5432);
+        const proxy = new TcpProxy(target.host, target.port);
         await proxy.start();
-        await handle.db.selectFrom('orgs').select('id').execute();
-        expect(count(/^Postgres connection recovered after \d+\.\d s$/, 30)).toBe(1);
-        expect(lines).toHaveLength(2);
-      } finally {
-        await handle.close();
-        await proxy.cut();
-      }
-    });
+        const port = proxy.port;
+        await proxy.cut(); // nothing listens there now
+        const { lines, logger, count } = capture();
+        const handle = createDb(withPort(t.url, port), { max: 2, connectionTimeoutMillis: 1_000 });
+        reportPgOutages(logger, handle.pool);
+        try {
+          for (let i = 0; i < 4; i++) {
+            await expect(query(handle)).rejects.toThrow();
+          }
+          expect(count(/^Postgres connection lost; retrying$/, 40)).toBe(1);
+          expect(lines[0]?.err).toMatch(/ECONNREFUSED/);
+          await proxy.start();
+          await query(handle);
+          expect(count(/^Postgres connection recovered after \d+\.\d s$/, 30)).toBe(1);
+          expect(lines).toHaveLength(2);
+        } finally {
+          await handle.close();
+          await proxy.cut();
+        }
+      },
+    );
 
     it('the worker’s index sweep while Meilisearch is away: one warning, failed sweeps at debug, one recovery', async () => {
       const indexUid = testIndexName('outage_sweep');
