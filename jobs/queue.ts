@@ -30,7 +30,7 @@ export function createQueue<Q extends QueueName>(
   });
   // A Redis hiccup is its connection's outage (logged once where a process watches it); without a
   // listener it would be an unhandled 'error' event.
-  queue.on('error', (err) => outageOf(options.connection).down(err));
+  queue.on('error', (err) => outageOf(options.connection, 'Redis').down(err));
   return queue;
 }
 
@@ -63,7 +63,7 @@ export function openProducerQueue<Q extends QueueName>(
 
 export function createFlowProducer(connection: Redis, prefix: string): FlowProducer {
   const flows = new FlowProducer({ connection, prefix });
-  flows.on('error', (err) => outageOf(connection).down(err));
+  flows.on('error', (err) => outageOf(connection, 'Redis').down(err));
   return flows;
 }
 

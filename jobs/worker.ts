@@ -57,7 +57,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     const log = deps.logger.child({ queue });
     worker.on('error', (err) => {
       // A lost Redis connection: the connection's outage, logged once with its recovery.
-      if (isConnectionError(err)) outageOf(deps.connection).down(err);
+      if (isConnectionError(err)) outageOf(deps.connection, 'Redis').down(err);
       else log.error({ err }, 'worker error');
     });
     worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled; it will be retried'));

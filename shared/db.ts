@@ -49,17 +49,17 @@ export function createDb(connectionString: string, options: DbOptions = {}): DbH
   // itself, which would be an uncaught exception, so every client gets a listener of its own (the
   // query it was running is rejected anyway and answered as a 503 by the API). Both go to the pool's
   // outage tracker (reportPgOutages: one line per outage, and one when a new connection is made).
-  pool.on('error', (err) => outageOf(pool).down(err));
+  pool.on('error', (err) => outageOf(pool, 'Postgres').down(err));
   pool.on('connect', (client) => {
-    client.on('error', (err) => outageOf(pool).down(err));
-    outageOf(pool).up();
+    client.on('error', (err) => outageOf(pool, 'Postgres').down(err));
+    outageOf(pool, 'Postgres').up();
     // Lets bulk writers reach a transaction's client for COPY (see pg-copy.ts).
     answerClientMarker(client);
   });
   // A connection that cannot be made (Postgres away, no idle client to lose) is an outage too, in
   // both of pg's forms: the promise (Kysely) and the callback (pool.query).
   const refused = (err: unknown) => {
-    if (isConnectionError(err)) outageOf(pool).down(err);
+    if (isConnectionError(err)) outageOf(pool, 'Postgres').down(err);
   };
   const connect = pool.connect as (this: pg.Pool, ...args: unknown[]) => Promise<pg.PoolClient> | undefined;
   pool.connect = function (this: pg.Pool, ...args: unknown[]) {
@@ -77,7 +77,7 @@ export function createDb(connectionString: string, options: DbOptions = {}): DbH
   } as typeof pool.connect;
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // Code that holds only `db` (the worker's jobs) reports a lost connection to the pool's tracker.
-  aliasOutages(db, pool);
+  aliasOutages(db, pool, 'Postgres');
   return {
     db,
     pool,

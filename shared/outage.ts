@@ -95,12 +95,12 @@ const trackers = new WeakMap<object, OutageTracker>();
 
 /**
  * The tracker of a client (a Redis connection, a pg pool, or anything aliased to one): the one
- * `watchOutages` set, or a quiet one (debug lines) made on first use.
+ * `watchOutages` set, or a quiet one (debug lines, named `service`) made on first use.
  */
-export function outageOf(client: object): OutageTracker {
+export function outageOf(client: object, service = 'backing service'): OutageTracker {
   let tracker = trackers.get(client);
   if (!tracker) {
-    tracker = outageTracker(quietLog(), 'connection', { lostLevel: 'debug' });
+    tracker = outageTracker(quietLog(), service, { lostLevel: 'debug' });
     trackers.set(client, tracker);
   }
   return tracker;
@@ -114,16 +114,16 @@ export function watchOutages(client: object, log: OutageLog, service: string): O
 }
 
 /** Makes `alias` report to `client`'s tracker (a Kysely instance to its pool). */
-export function aliasOutages(alias: object, client: object): void {
+export function aliasOutages(alias: object, client: object, service?: string): void {
   const target = {
     get service() {
-      return outageOf(client).service;
+      return outageOf(client, service).service;
     },
     get isDown() {
-      return outageOf(client).isDown;
+      return outageOf(client, service).isDown;
     },
-    down: (err: unknown) => outageOf(client).down(err),
-    up: () => outageOf(client).up(),
+    down: (err: unknown) => outageOf(client, service).down(err),
+    up: () => outageOf(client, service).up(),
   };
   trackers.set(alias, target);
 }
@@ -186,7 +186,8 @@ export function isRedisConnectionError(err: unknown): boolean {
 export function reportConnectionError(err: unknown, clients: { postgres: object; redis: object }): boolean {
   if (isMarkedOutage(err)) return true;
   if (!isConnectionError(err)) return false;
-  outageOf(isRedisConnectionError(err) ? clients.redis : clients.postgres).down(err);
+  if (isRedisConnectionError(err)) outageOf(clients.redis, 'Redis').down(err);
+  else outageOf(clients.postgres, 'Postgres').down(err);
   return true;
 }
 

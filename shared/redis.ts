@@ -16,7 +16,7 @@ export function createRedis(url: string, role: 'producer' | 'worker', extra: Red
   // Connection errors go to the client's outage tracker (without a listener an unreachable Redis
   // would crash the process): one line per outage where a process watches it (reportRedisOutages),
   // debug lines otherwise (a CLI command reports its own failed call).
-  redis.on('error', (err) => outageOf(redis).down(err));
-  redis.on('ready', () => outageOf(redis).up());
+  redis.on('error', (err) => outageOf(redis, 'Redis').down(err));
+  redis.on('ready', () => outageOf(redis, 'Redis').up());
   return redis;
 }

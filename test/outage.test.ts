@@ -79,8 +79,7 @@ describe('outage tracker', () => {
     outageOf(client).down(new Error('x'));
     outageOf(client).down(new Error('y'));
     expect(lines.map((l) => l.msg)).toEqual(['Redis connection lost; retrying']);
-    const unwatched = outageOf({});
-    expect(unwatched.service).toBe('connection');
+    expect(outageOf({}, 'Redis').service).toBe('Redis');
   });
 
   it('tells connection errors from query errors', () => {
