@@ -21,7 +21,10 @@ export interface OutageTracker {
 export type OutageLog = Pick<Logger, 'warn' | 'info' | 'debug'>;
 
 export interface OutageOptions {
-  /** Level of the "lost" line: `warn` (default), or `debug` for clients whose caller reports failures itself. */
+  /**
+   * `debug` for clients whose caller reports failures itself: both lines at debug. Default: the
+   * "lost" line at warn, the "recovered" line at info.
+   */
   lostLevel?: 'warn' | 'debug';
   now?: () => number;
 }
@@ -59,7 +62,7 @@ export function outageTracker(log: OutageLog, service: string, options: OutageOp
       if (since === null) return;
       const downMs = now() - since;
       since = null;
-      log.info(
+      log[lostLevel === 'debug' ? 'debug' : 'info'](
         { service, down_ms: downMs, errors },
         `${service} connection recovered after ${(downMs / 1000).toFixed(1)} s`,
       );

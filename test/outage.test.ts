@@ -80,6 +80,11 @@ describe('outage tracker', () => {
     outageOf(client).down(new Error('y'));
     expect(lines.map((l) => l.msg)).toEqual(['Redis connection lost; retrying']);
     expect(outageOf({}, 'Redis').service).toBe('Redis');
+    const quiet = recorder();
+    const tracker = outageTracker(quiet.log, 'Redis', { lostLevel: 'debug' });
+    tracker.down(new Error('x'));
+    tracker.up();
+    expect(quiet.lines.map((l) => l.level)).toEqual(['debug', 'debug']);
   });
 
   it('tells connection errors from query errors', () => {
