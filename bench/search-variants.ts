@@ -120,7 +120,17 @@ const coarse = (distinct: number): Variant => ({
   after: { filterableAttributes: linkFilter, sortableAttributes: ['c'] },
 });
 
+const multi = (count: number): Variant => ({
+  name: `words+multi-${count}`,
+  doc: (r) => ({ ...words(r), s: Array.from({ length: count }, (_, k) => k * 1e13 + ((r.id * 7_919 + k) % 1e9)) }),
+  load: wordLoad,
+  after: { filterableAttributes: linkFilter, sortableAttributes: ['s'] },
+});
+
 const VARIANTS: Variant[] = [
+  multi(1),
+  multi(2),
+  { name: 'words-only-2', doc: words, load: wordLoad, after: { filterableAttributes: linkFilter } },
   coarse(100),
   coarse(10_000),
   one('n', true, false),

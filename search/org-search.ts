@@ -100,18 +100,33 @@ async function readAllIds(deps: OrgSearchDeps, q: string, filters: string[]): Pr
   }
 }
 
-/** The query for "the name contains the folded term", with its suspects checked. */
-async function resolveTerm(deps: OrgSearchDeps, folded: string): Promise<Resolved> {
+/**
+ * The query for "the name contains the folded term", in two steps: `unchecked` is the query of the
+ * candidates that carry none of the term's links (exact matches, no check needed), known at once;
+ * `resolved` reads the suspects, checks them against Postgres and gives the exact query.
+ */
+interface TermQuery {
+  unchecked: Resolved;
+  resolved: Promise<Resolved>;
+}
+
+function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
   const plan = planTerm(folded);
-  if (plan.kind === 'prefix') return { q: plan.prefix, filters: [] };
+  if (plan.kind === 'prefix') {
+    const exact = { q: plan.prefix, filters: [] };
+    return { unchecked: exact, resolved: Promise.resolve(exact) };
+  }
   const q = quote(plan.words.join(' '));
   const linkList = `[${plan.links.map(quote).join(',')}]`;
-  const suspects = await readAllIds(deps, q, [`l IN ${linkList}`]);
-  if (suspects.length === 0) return { q, filters: [] };
-  const checked = await deps.namesOf(suspects);
-  const truly = [...checked].filter(([, row]) => termMatches(foldName(row.name), folded)).map(([id]) => id);
-  const keep = truly.length > 0 ? `(NOT l IN ${linkList}) OR ${idIn(truly)}` : `NOT l IN ${linkList}`;
-  return { q, filters: [keep] };
+  const unchecked = { q, filters: [`NOT l IN ${linkList}`] };
+  const resolved = (async () => {
+    const suspects = await readAllIds(deps, q, [`l IN ${linkList}`]);
+    if (suspects.length === 0) return unchecked;
+    const checked = await deps.namesOf(suspects);
+    const truly = [...checked].filter(([, row]) => termMatches(foldName(row.name), folded)).map(([id]) => id);
+    return truly.length > 0 ? { q, filters: [`(NOT l IN ${linkList}) OR ${idIn(truly)}`] } : unchecked;
+  })();
+  return { unchecked, resolved };
 }
 
 function idsOf(res: SearchResponse): number[] {
@@ -144,9 +159,19 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
   }
   if (query.sort === 'relevance') return relevancePage(deps, folded, query);
   const sort = SORT_RULES[query.sort];
-  const match = await resolveTerm(deps, folded);
+  const term = termQuery(deps, folded);
   const extra = await domainOnly(deps, folded, query.domainOrgIds);
-  if (extra.length === 0) return sortedPage(deps, match.q, match.filters, sort, query.limit, query.offset);
+  if (extra.length === 0) {
+    // Most terms have no true suspect: the page of the unchecked candidates is then the answer, so
+    // it is asked for while the suspects are checked, and asked again only if one was true.
+    const guess = sortedPage(deps, term.unchecked.q, term.unchecked.filters, sort, query.limit, query.offset);
+    // Awaited below, or superseded by the exact query (its failure then changes nothing).
+    guess.catch(() => undefined);
+    const match = await term.resolved;
+    if (match === term.unchecked) return guess;
+    return sortedPage(deps, match.q, match.filters, sort, query.limit, query.offset);
+  }
+  const match = await term.resolved;
   // An Org found by its domain but not by its name: let Meilisearch order the union by id. Terms
   // that parse as domains match few names, so the whole set is small.
   const all = [...(await readAllIds(deps, match.q, match.filters)), ...extra];
@@ -181,15 +206,32 @@ async function relevancePage(
 ): Promise<OrgSearchPage> {
   const key = quote(nameSortKey(folded));
   const startsWith = `n >= ${key} AND n < ${quote(`${nameSortKey(folded)}{`)}`;
-  const [match, equalIds] = await Promise.all([
-    resolveTerm(deps, folded),
-    readAllIds(deps, '', [`n = ${key}`]),
-  ]);
+  const term = termQuery(deps, folded);
+  const equal = readAllIds(deps, '', [`n = ${key}`]);
+  // Usually no Org's domain or whole name equals the term and no suspect is true: the tiers of the
+  // unchecked candidates are then the answer, so they are asked for while that is being found out.
+  const guess =
+    query.domainOrgIds.length === 0 ? tieredPage(deps, term.unchecked, [], startsWith, query) : undefined;
+  // Awaited below, or superseded by the exact tiers (its failure then changes nothing).
+  guess?.catch(() => undefined);
+  const [match, equalIds] = await Promise.all([term.resolved, equal]);
+  if (guess && match === term.unchecked && equalIds.length === 0) return guess;
   const firstIds = [...new Set([...query.domainOrgIds, ...equalIds])];
   const firstRows = await deps.namesOf(firstIds);
   const first = [...firstRows]
     .sort(([, a], [, b]) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))
     .map(([id]) => id);
+  return tieredPage(deps, match, first, startsWith, query);
+}
+
+/** The relevance tiers of an exact term query, given the first tier (ids in stable-domain order). */
+async function tieredPage(
+  deps: OrgSearchDeps,
+  match: Resolved,
+  first: number[],
+  startsWith: string,
+  query: OrgSearchQuery,
+): Promise<OrgSearchPage> {
   const notFirst = first.length > 0 ? [idNotIn(first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
