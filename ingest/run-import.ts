@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import { ignoreError, observeLater, reasonOf } from '../shared/outage.js';
 import { type CsvRecord, openCsv, splitFields } from './csv.js';
 import {
   type BatchContext,
@@ -204,7 +205,11 @@ async function withRunErrors(
     if (error instanceof ImportInterruptedError) throw error;
     const failure = classify(error);
     if (failure.permanent) await failRun(deps.db, runId, failure.message);
-    else await noteRunRetry(deps.db, runId, failure.message).catch(() => {});
+    else {
+      await noteRunRetry(deps.db, runId, failure.message).catch((err: unknown) =>
+        deps.logger?.warn({ runId, err: reasonOf(err) }, 'could not note the retry on the run'),
+      );
+    }
     deps.logger?.warn({ runId, err: failure.message, permanent: failure.permanent }, 'import attempt failed');
     throw failure;
   }
@@ -230,7 +235,14 @@ export async function runPart(deps: RunImportDeps, partId: number): Promise<Impo
     if (error instanceof ImportInterruptedError) throw error;
     const failure = classify(error);
     if (failure.permanent) await failPart(db, part, failure.message);
-    else await notePartRetry(db, part, failure.message).catch(() => {});
+    else {
+      await notePartRetry(db, part, failure.message).catch((err: unknown) =>
+        deps.logger?.warn(
+          { runId: run.id, part: part.part_no, err: reasonOf(err) },
+          'could not note the retry on the part',
+        ),
+      );
+    }
     deps.logger?.warn(
       { runId: run.id, part: part.part_no, err: failure.message, permanent: failure.permanent },
       'import part failed',
@@ -285,7 +297,13 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
     withFeedLock(deps, run, handler, async (fresh) => {
       let parts = await partsOf(db, fresh);
       // Parts whose jobs are gone (a flushed queue, a job that stalled out) are read here.
-      for (const part of parts) if (!isPartDone(part.status)) await runPart(deps, part.id).catch(() => {});
+      // runPart records and logs a part's failure; the merge below judges the run by the parts' rows.
+      for (const part of parts) {
+        if (isPartDone(part.status)) continue;
+        await runPart(deps, part.id).catch(
+          ignoreError(`part ${part.part_no} of run ${runId} failed; its row says so`, deps.logger),
+        );
+      }
       // Staged rows lost since their part was read (a database crash empties the unlogged staging
       // table): read those parts again, or the merge would miss them and `--full` would mark their
       // companies as gone.
@@ -558,10 +576,8 @@ async function readSource(
       };
     };
     const readAhead = () => {
-      const p = prepareNext();
-      // Handled here so a batch that fails while we are already failing is not an unhandled rejection.
-      p.catch(() => {});
-      return p;
+      // Awaited by the loop below; a batch that fails while we are already failing is not unhandled.
+      return observeLater(prepareNext());
     };
     let next = readAhead();
     for (;;) {

@@ -3,11 +3,13 @@ import {
   createMeiliClient,
   ensureOrgIndex,
   INDEXING_TIMEOUT_MS,
+  isUnavailable,
   meiliConnectionOf,
 } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import type { Config } from '../shared/config.js';
+import { markOutage, outageTracker } from '../shared/outage.js';
 import type { JobName } from '../shared/queues.js';
 import { createQueue } from './queue.js';
 import type { ProcessorFactory } from './registry.js';
@@ -26,6 +28,9 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
   const meili = createMeiliClient(meiliConnectionOf(deps.config), INDEXING_TIMEOUT_MS);
   const indexUid = deps.config.meiliIndex;
   let settingsApplied = false;
+  // Meilisearch away: one line when the sweep first meets it, one when a sweep gets through again
+  // (the failed sweeps in between are logged at debug by the worker).
+  const meiliOutage = outageTracker(deps.logger, 'Meilisearch');
   // The sweep is reconciled when a worker for this queue starts (idempotent across workers).
   const queue = createQueue('index', { connection: deps.connection, prefix: deps.config.queuePrefix });
   queue
@@ -35,7 +40,7 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       { name: INDEX_JOB, data: { reason: 'sweep' }, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     )
     .catch((err: Error) => deps.logger.warn({ err: err.message }, 'index sweep not scheduled'));
-  return async (job) => {
+  const run = async (job: Parameters<ReturnType<ProcessorFactory<'index-orgs'>>>[0]) => {
     if (!settingsApplied) {
       await ensureOrgIndex(meili, indexUid);
       settingsApplied = true;
@@ -47,7 +52,12 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
         {
           sync,
           onProgress: (done, total) => {
-            job.updateProgress({ done, total }).catch(() => {});
+            // Best effort: progress is for the dashboard; the rebuild goes on without it.
+            job
+              .updateProgress({ done, total })
+              .catch((err: unknown) =>
+                deps.logger.debug({ err, done, total }, 'rebuild progress not recorded'),
+              );
           },
         },
       );
@@ -57,6 +67,17 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
     const result = await sync();
     if (result.batches > 0) deps.logger.info({ reason: job.data.reason, ...result }, 'search index updated');
     return result;
+  };
+  return async (job) => {
+    try {
+      const result = await run(job);
+      meiliOutage.up();
+      return result;
+    } catch (error) {
+      if (!isUnavailable(error)) throw error;
+      meiliOutage.down(error);
+      throw markOutage(error);
+    }
   };
 };
 

@@ -1,6 +1,7 @@
 import { FlowProducer, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../shared/config.js';
+import { outageOf } from '../shared/outage.js';
 import { type JobData, type JobName, QUEUES, type QueueName } from '../shared/queues.js';
 import { createRedis } from '../shared/redis.js';
 
@@ -27,8 +28,9 @@ export function createQueue<Q extends QueueName>(
     prefix: options.prefix,
     defaultJobOptions: { ...DEFAULT_JOB_OPTIONS, ...options.defaultJobOptions },
   });
-  // Without a listener a Redis hiccup would be an unhandled 'error' event.
-  queue.on('error', () => {});
+  // A Redis hiccup is its connection's outage (logged once where a process watches it); without a
+  // listener it would be an unhandled 'error' event.
+  queue.on('error', (err) => outageOf(options.connection, 'Redis').down(err));
   return queue;
 }
 
@@ -61,7 +63,7 @@ export function openProducerQueue<Q extends QueueName>(
 
 export function createFlowProducer(connection: Redis, prefix: string): FlowProducer {
   const flows = new FlowProducer({ connection, prefix });
-  flows.on('error', () => {});
+  flows.on('error', (err) => outageOf(connection, 'Redis').down(err));
   return flows;
 }
 

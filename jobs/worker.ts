@@ -5,6 +5,7 @@ import { failPartFor } from '../ingest/run-import.js';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
+import { isConnectionError, outageOf, reportConnectionError } from '../shared/outage.js';
 import type { QueueName } from '../shared/queues.js';
 import { indexOrgsNotifier } from './index-orgs.processor.js';
 import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
@@ -54,7 +55,11 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
       maxStalledCount: 2,
     });
     const log = deps.logger.child({ queue });
-    worker.on('error', (err) => log.error({ err }, 'worker error'));
+    worker.on('error', (err) => {
+      // A lost Redis connection: the connection's outage, logged once with its recovery.
+      if (isConnectionError(err)) outageOf(deps.connection, 'Redis').down(err);
+      else log.error({ err }, 'worker error');
+    });
     worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled; it will be retried'));
     worker.on('completed', (job, result) => {
       // The index sweep runs every few seconds and usually finds nothing: that is debug, not info.
@@ -62,15 +67,22 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
       log[idle ? 'debug' : 'info']({ jobId: job.id, name: job.name }, 'job completed');
     });
     worker.on('failed', (job, err) => {
-      log.warn({ jobId: job?.id, name: job?.name, err: err.message }, 'job failed');
+      // A job that failed because a service is away (the index sweep, every second, while
+      // Meilisearch or Postgres is down) is part of an outage, logged once by its tracker.
+      const outage = reportConnectionError(err, { postgres: deps.db, redis: deps.connection });
+      log[outage ? 'debug' : 'warn']({ jobId: job?.id, name: job?.name, err: err.message }, 'job failed');
       // A job that failed for good without its processor seeing it (e.g. stalled too often).
       if (job?.finishedOn && job.name === 'import-feed') {
         const { runId } = job.data as { runId: number };
-        failRun(deps.db, runId, err.message).catch(() => {});
+        failRun(deps.db, runId, err.message).catch((e: unknown) =>
+          log.error({ runId, err: e }, 'could not mark the run failed; it stays as it was'),
+        );
       }
       if (job?.finishedOn && job.name === 'import-part') {
         const { partId } = job.data as { partId: number };
-        failPartFor(deps.db, partId, err.message).catch(() => {});
+        failPartFor(deps.db, partId, err.message).catch((e: unknown) =>
+          log.error({ partId, err: e }, 'could not mark the import part failed; it stays as it was'),
+        );
       }
     });
     return worker;

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
+import { observeLater } from '../shared/outage.js';
 import { type IndexFormat, indexFormat, succeeded } from './meili-client.js';
 import { documentsFor, type OrgRowForIndex } from './org-document.js';
 
@@ -169,9 +170,8 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
         lastSeq = rows[rows.length - 1]!.seq;
         const ids = [...new Set(rows.flatMap((r) => r.org_ids))];
         const { rows: orgRows, gone } = await readOrgRows(deps.db, ids);
-        const done = writeDocuments(deps.meili, deps.indexUid, format, orgRows, gone);
-        // Observed later by settleOldest; this keeps an early failure from being "unhandled".
-        done.catch(() => {});
+        // Awaited by settleOldest, which throws its failure.
+        const done = observeLater(writeDocuments(deps.meili, deps.indexUid, format, orgRows, gone));
         inFlight.push({ seqs: rows.map((r) => r.seq), ids, done, removed: gone.length });
         batches++;
         if (inFlight.length >= depth) await settleOldest();

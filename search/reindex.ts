@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
+import { observeLater, reasonOf } from '../shared/outage.js';
 import { ORG_INDEX_FORMAT, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from './index-definition.js';
 import { ensureOrgIndex, indexExists, succeeded } from './meili-client.js';
 import { toOrgDocument } from './org-document.js';
@@ -70,10 +71,10 @@ async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptio
         .execute();
       if (rows.length === 0) break;
       lastId = rows[rows.length - 1]!.id;
-      const task = succeeded(
-        deps.meili.index(target).addDocuments(rows.map(toOrgDocument), { primaryKey: 'id' }),
+      // Awaited below (depth-limited, then all), which throws its failure.
+      const task = observeLater(
+        succeeded(deps.meili.index(target).addDocuments(rows.map(toOrgDocument), { primaryKey: 'id' })),
       );
-      task.catch(() => {});
       inFlight.push(task);
       done += rows.length;
       if (inFlight.length >= depth) await inFlight.shift();
@@ -145,15 +146,22 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
     await succeeded(deps.meili.deleteIndex(target));
     return { target, documents, replayed, ms: Date.now() - started };
   } catch (error) {
-    // Leave the live index as it was; drop the half-built one.
+    // Leave the live index as it was; drop the half-built one. Best effort: the rebuild's own error
+    // is what the caller must see, and the next rebuild clears what is left (clearStaleRebuilds).
+    const leftBehind = (what: string) => (err: unknown) =>
+      log(
+        `warning: could not ${what} after the failed rebuild (the next rebuild clears it): ${reasonOf(err)}`,
+      );
     await deps.db
       .deleteFrom('search_reindex')
       .where('target', '=', target)
       .execute()
-      .catch(() => {});
-    if (await indexExists(deps.meili, target).catch(() => false)) {
-      await deps.meili.deleteIndex(target).catch(() => {});
-    }
+      .catch(leftBehind(`unregister ${target}`));
+    const exists = await indexExists(deps.meili, target).catch((err: unknown) => {
+      leftBehind(`check for index ${target}`)(err);
+      return false;
+    });
+    if (exists) await deps.meili.deleteIndex(target).catch(leftBehind(`delete index ${target}`));
     throw error;
   }
 }

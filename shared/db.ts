@@ -11,6 +11,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './database.js';
+import { aliasOutages, isConnectionError, outageOf } from './outage.js';
 import { answerClientMarker } from './pg-copy.js';
 
 // Types that match runtime (see database.ts): ids and counters are int8 but stay far below 2^53;
@@ -46,14 +47,37 @@ export function createDb(connectionString: string, options: DbOptions = {}): DbH
   // A lost connection must not crash the process; the next query reconnects. The pool listens on
   // idle clients only: a client that is checked out when its connection drops emits 'error' on
   // itself, which would be an uncaught exception, so every client gets a listener of its own (the
-  // query it was running is rejected anyway and answered as a 503 by the API).
-  pool.on('error', () => {});
+  // query it was running is rejected anyway and answered as a 503 by the API). Both go to the pool's
+  // outage tracker (reportPgOutages: one line per outage, and one when a new connection is made).
+  pool.on('error', (err) => outageOf(pool, 'Postgres').down(err));
   pool.on('connect', (client) => {
-    client.on('error', () => {});
+    client.on('error', (err) => outageOf(pool, 'Postgres').down(err));
+    outageOf(pool, 'Postgres').up();
     // Lets bulk writers reach a transaction's client for COPY (see pg-copy.ts).
     answerClientMarker(client);
   });
+  // A connection that cannot be made (Postgres away, no idle client to lose) is an outage too, in
+  // both of pg's forms: the promise (Kysely) and the callback (pool.query).
+  const refused = (err: unknown) => {
+    if (isConnectionError(err)) outageOf(pool, 'Postgres').down(err);
+  };
+  const connect = pool.connect as (this: pg.Pool, ...args: unknown[]) => Promise<pg.PoolClient> | undefined;
+  pool.connect = function (this: pg.Pool, ...args: unknown[]) {
+    const [callback] = args;
+    if (typeof callback === 'function') {
+      return connect.call(this, (err: unknown, ...rest: unknown[]) => {
+        if (err) refused(err);
+        return callback(err, ...rest);
+      });
+    }
+    return connect.call(this)?.catch((err: unknown) => {
+      refused(err);
+      throw err;
+    });
+  } as typeof pool.connect;
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // Code that holds only `db` (the worker's jobs) reports a lost connection to the pool's tracker.
+  aliasOutages(db, pool, 'Postgres');
   return {
     db,
     pool,

@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { outageOf } from './outage.js';
 
 /**
  * Producers (the CLI, the API) fail fast when Redis is away; workers must wait for it forever,
@@ -12,7 +13,10 @@ export function createRedis(url: string, role: 'producer' | 'worker', extra: Red
     connectTimeout: 5_000,
     ...extra,
   });
-  // Without a listener an unreachable Redis would crash the process with an unhandled 'error' event.
-  redis.on('error', () => {});
+  // Connection errors go to the client's outage tracker (without a listener an unreachable Redis
+  // would crash the process): one line per outage where a process watches it (reportRedisOutages),
+  // debug lines otherwise (a CLI command reports its own failed call).
+  redis.on('error', (err) => outageOf(redis, 'Redis').down(err));
+  redis.on('ready', () => outageOf(redis, 'Redis').up());
   return redis;
 }

@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../api/accounts/account.service.js';
@@ -9,19 +8,12 @@ import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
+import { freePort } from './support/tcp-proxy.js';
 
 /**
  * Per-account rate limits (issue 13), counted in Redis and shared by every API process: checked
  * against two real `bizdir serve` processes on one database and one Redis namespace.
  */
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Served {
   child: ChildProcess;

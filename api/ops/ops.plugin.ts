@@ -5,7 +5,7 @@ import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { LOCAL_DEFAULTS } from '../../shared/config.js';
-import { type Logger, outageReporter } from '../../shared/logger.js';
+import { watchOutages } from '../../shared/outage.js';
 import { QUEUE_NAMES } from '../../shared/queues.js';
 import { createRedis } from '../../shared/redis.js';
 import { adminGuard } from './admin-auth.js';
@@ -50,8 +50,7 @@ export const opsPlugin = fp(
       commandTimeout: 2_000,
       enableOfflineQueue: true,
     });
-    const dashboardOutage = outageReporter(app.log as unknown as Logger, 'Redis (queue dashboard)');
-    connection.on('ready', () => dashboardOutage.up());
+    const dashboardOutage = watchOutages(connection, app.log, 'Redis (queue dashboard)');
     const queues = QUEUE_NAMES.map((name) => {
       const queue = new Queue(name, { connection, prefix: app.config.queuePrefix });
       // The dashboard's connection: its outages are logged once each (the API's own are in infra).

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { type Config, LOCAL_DEFAULTS } from '../../shared/config.js';
 import { createDb, type Db } from '../../shared/db.js';
-import { type Logger, outageReporter } from '../../shared/logger.js';
+import { type OutageTracker, outageTracker, watchOutages } from '../../shared/outage.js';
 import { createRedis } from '../../shared/redis.js';
 
 declare module 'fastify' {
@@ -15,12 +15,10 @@ declare module 'fastify' {
     redis: Redis;
     /** Current time for data-credit periods; injectable so tests can cross a period boundary. */
     clock: () => Date;
-    /** Logs an outage of Postgres or Redis once, and its end (see outageReporter). */
-    outages: { postgres: Outage; redis: Outage; meilisearch: Outage };
+    /** Logs an outage of Postgres, Redis or Meilisearch once, and its end (see shared/outage.ts). */
+    outages: { postgres: OutageTracker; redis: OutageTracker; meilisearch: OutageTracker };
   }
 }
-
-type Outage = ReturnType<typeof outageReporter>;
 
 /** Which backing service an error that made a request unavailable (503) came from. */
 export function serviceOf(error: unknown): 'postgres' | 'redis' {
@@ -83,16 +81,12 @@ export const infraPlugin = fp<InfraOptions>(
     app.decorate('redis', redis);
     app.decorate('clock', clock);
     // Outages are logged once each, with their end, however many requests meet them (503s).
-    const log = app.log as unknown as Logger;
+    // createDb and createRedis route their clients' errors and reconnections to these trackers.
     const outages = {
-      postgres: outageReporter(log, 'Postgres'),
-      redis: outageReporter(log, 'Redis'),
-      meilisearch: outageReporter(log, 'Meilisearch'),
+      postgres: watchOutages(pg.pool, app.log, 'Postgres'),
+      redis: watchOutages(redis, app.log, 'Redis'),
+      meilisearch: outageTracker(app.log, 'Meilisearch'),
     };
-    pg.pool.on('error', (err) => outages.postgres.down(err));
-    pg.pool.on('connect', () => outages.postgres.up());
-    redis.on('error', (err) => outages.redis.down(err));
-    redis.on('ready', () => outages.redis.up());
     app.decorate('outages', outages);
     app.addHook('onClose', async () => {
       await pg.close();

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
+import { ignoreError } from '../../shared/outage.js';
 import type { Rendered } from '../views/rendered.view.js';
 
 const CHANNEL = 'bizdir_records';
@@ -55,7 +56,7 @@ export class RecordCache {
     const client = this.client;
     this.client = null;
     this.connected = false;
-    await client?.end().catch(() => undefined);
+    await client?.end().catch(ignoreError('closing the record cache connection at shutdown', this.log));
   }
 
   /**
@@ -150,7 +151,7 @@ export class RecordCache {
       return;
     }
     if (this.closed || !current()) {
-      await client.end().catch(() => undefined);
+      await client.end().catch(ignoreError('closing a record cache connection no longer needed', this.log));
       return;
     }
     // Anything could have changed while no one listened.
@@ -174,7 +175,8 @@ export class RecordCache {
     this.entries.clear();
     const client = this.client;
     this.client = null;
-    client?.end().catch(() => undefined);
+    // The connection is lost already: closing it can only fail the same way.
+    client?.end().catch(ignoreError('closing the lost record cache connection', this.log));
     if (this.outageSince === null) {
       this.outageSince = Date.now();
       // Once per outage: every read goes to Postgres meanwhile, which answers 503 while it is away.

@@ -29,7 +29,11 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
         c.status === 'rejected' ? [i === 0 ? 'postgres' : 'redis'] : [],
       );
       if (down.length === 0) return { status: 'ok' };
-      request.log.warn({ down }, 'not ready');
+      // Probed every few seconds: the outage itself is logged once, with its end, by its tracker.
+      checks.forEach((c, i) => {
+        if (c.status === 'rejected') app.outages[i === 0 ? 'postgres' : 'redis'].down(c.reason);
+      });
+      request.log.debug({ down }, 'not ready');
       return reply.code(503).send(errorBody(503, `${down.join(' and ')} not reachable`));
     },
   );

@@ -7,7 +7,8 @@ import { openProducerQueue } from '../../jobs/queue.js';
 import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
 import type { Config } from '../../shared/config.js';
 import { createDb, ensureDatabase, migrateToLatest } from '../../shared/db.js';
-import { createLogger, type Logger, reportPgOutages, reportRedisOutages } from '../../shared/logger.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { reportPgOutages, reportRedisOutages } from '../../shared/outage.js';
 import { createRedis } from '../../shared/redis.js';
 import {
   CliError,

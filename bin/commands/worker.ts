@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
 import { createDb } from '../../shared/db.js';
-import { createLogger, reportPgOutages, reportRedisOutages } from '../../shared/logger.js';
+import { createLogger } from '../../shared/logger.js';
+import { reportPgOutages, reportRedisOutages } from '../../shared/outage.js';
 import { QUEUE_NAMES, type QueueName } from '../../shared/queues.js';
 import { createRedis } from '../../shared/redis.js';
 import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';

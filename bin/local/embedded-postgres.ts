@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { ignoreError } from '../../shared/outage.js';
 import {
   commandLineOf,
   freePort,
@@ -169,13 +170,14 @@ async function stopLeftover(dir: string): Promise<void> {
 
 async function canConnect(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
-  client.on('error', () => {});
+  // The probe's answer is connect()'s result; the client's own error event says the same thing.
+  client.on('error', ignoreError('Postgres probe connection error (the probe answers no)'));
   try {
     await client.connect();
     await client.query('select 1');
     return true;
   } finally {
-    await client.end().catch(() => {});
+    await client.end().catch(ignoreError('closing the Postgres probe connection'));
   }
 }
 

@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { ignoreError } from '../../shared/outage.js';
 import {
   commandLineOf,
   findOnPath,
@@ -25,7 +26,8 @@ export class RedisNotInstalledError extends Error {
 
 async function ping(url: string): Promise<boolean> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1_000 });
-  redis.on('error', () => {});
+  // The probe's answer is connect()'s result; the client's own error event says the same thing.
+  redis.on('error', ignoreError('Redis probe connection error (the probe answers no)'));
   try {
     await redis.connect();
     return (await redis.ping()) === 'PONG';

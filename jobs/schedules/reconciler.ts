@@ -1,3 +1,4 @@
+import { reportConnectionError } from '../../shared/outage.js';
 import { createQueue } from '../queue.js';
 import type { WorkerDeps } from '../registry.js';
 import { reconcileSchedules } from './scheduler.js';
@@ -22,7 +23,11 @@ export function startScheduleReconciler(deps: WorkerDeps, intervalMs = 60_000): 
       (r) => {
         if (r.upserted.length + r.removed.length > 0) log.info(r, 'schedules reconciled');
       },
-      (err: unknown) => log.warn({ err }, 'could not reconcile schedules; will retry'),
+      (err: unknown) => {
+        // Postgres or Redis away: that outage is logged once (with its end) by its tracker.
+        const outage = reportConnectionError(err, { postgres: deps.db, redis: deps.connection });
+        log[outage ? 'debug' : 'warn']({ err }, 'could not reconcile schedules; will retry');
+      },
     );
     return running;
   };

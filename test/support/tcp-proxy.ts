@@ -53,3 +53,12 @@ export function withPort(url: string, port: number): string {
   u.port = String(port);
   return u.toString();
 }
+
+/** A loopback port nothing listens on right now (for a server a test starts itself). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
