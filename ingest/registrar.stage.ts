@@ -58,6 +58,17 @@ export interface StagedRow {
 }
 
 export async function createStage(db: Db, runId: number): Promise<void> {
+  if (await stageExists(db, runId)) return;
+  // Parts starting at once on several workers: `create table if not exists` is not safe against a
+  // concurrent create of the same name (it fails on pg_type's unique index, seen in bench:import's
+  // 2-worker run, and the part job had to be retried), so the creators take turns.
+  await db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext(${`bizdir:stage:${stageTableOf(runId)}`}))`.execute(trx);
+    await createStageTable(trx, runId);
+  });
+}
+
+async function createStageTable(trx: Transaction<Database>, runId: number): Promise<void> {
   await sql`
     create unlogged table if not exists ${table(runId)} (
       part_no integer not null, line bigint not null, number text not null,
@@ -69,7 +80,7 @@ export async function createStage(db: Db, runId: number): Promise<void> {
       -- slugify(name), worked out while the parts are read (in parallel) rather than in the merge
       slug text,
       fingerprint text
-    ) with (autovacuum_enabled = false)`.execute(db);
+    ) with (autovacuum_enabled = false)`.execute(trx);
 }
 
 export async function stageExists(db: Db | Transaction<Database>, runId: number): Promise<boolean> {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createRun, getRun, type ImportRun } from '../ingest/import-runs.repository.js';
+import { createStage, dropStage, stageExists } from '../ingest/registrar.stage.js';
 import { runImport } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
@@ -148,5 +149,18 @@ describe('register merge in lanes', () => {
     });
     const slugs = state.filter((o) => o.registration_number !== null).map((o) => o.public_slug);
     expect(new Set(slugs).size).toBe(9);
+  });
+});
+
+describe('register stage', () => {
+  it('is created once when several parts start at the same moment', async () => {
+    // `create table if not exists` racing with itself fails on pg_type's unique index; parts take turns.
+    for (let round = 0; round < 5; round++) {
+      const runId = 900_000 + round;
+      const results = await Promise.allSettled(Array.from({ length: 8 }, () => createStage(t.db, runId)));
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      expect(await stageExists(t.db, runId)).toBe(true);
+      await dropStage(t.db, runId);
+    }
   });
 });
