@@ -44,14 +44,24 @@ export interface OrgSearchDeps {
   indexUid: string;
   /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
+  /** The live index's format: 2 sorts `updated` on `u` and `d` (until `bizdir reindex`). */
+  format?: 2 | 3;
 }
 
-const SORT_RULES: Record<Exclude<OrgSort, 'relevance'>, string[]> = {
+type SortRules = Record<Exclude<OrgSort, 'relevance'>, string[]>;
+const SORT_RULES: SortRules = {
   name: ['n:asc', 'd:asc'],
   '-name': ['n:desc', 'd:asc'],
+  // `t` holds two unique values per Org (org-document.ts updatedKeys): no tie-break needed.
+  updated: ['t:asc'],
+  '-updated': ['t:desc'],
+};
+const V2_SORT_RULES: SortRules = {
+  ...SORT_RULES,
   updated: ['u:asc', 'd:asc'],
   '-updated': ['u:desc', 'd:asc'],
 };
+const sortRules = (deps: OrgSearchDeps) => (deps.format === 2 ? V2_SORT_RULES : SORT_RULES);
 const BY_DOMAIN = ['d:asc'];
 
 /** Pages of this many ids when a whole candidate set is read. */
@@ -154,11 +164,11 @@ async function sortedPage(
 export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): Promise<OrgSearchPage> {
   const folded = foldName(query.q);
   if (folded === '') {
-    const sort = query.sort === 'relevance' ? BY_DOMAIN : SORT_RULES[query.sort];
+    const sort = query.sort === 'relevance' ? BY_DOMAIN : sortRules(deps)[query.sort];
     return sortedPage(deps, '', [], sort, query.limit, query.offset);
   }
   if (query.sort === 'relevance') return relevancePage(deps, folded, query);
-  const sort = SORT_RULES[query.sort];
+  const sort = sortRules(deps)[query.sort];
   const term = termQuery(deps, folded);
   const extra = await domainOnly(deps, folded, query.domainOrgIds);
   if (extra.length === 0) {
