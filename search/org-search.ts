@@ -199,11 +199,6 @@ async function domainOnly(
   return [...rows].filter(([, row]) => !termMatches(foldName(row.name), folded)).map(([id]) => id);
 }
 
-interface Tier {
-  size: number;
-  page: (offset: number, limit: number) => Promise<number[]>;
-}
-
 /**
  * `sort=relevance`: the Orgs whose domain or whole name equals the term, then the names starting
  * with it, then the other matches; each tier by stable domain. "Equals" and "starts with" are an
@@ -245,41 +240,31 @@ async function tieredPage(
   const notFirst = first.length > 0 ? [idNotIn(first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
-  // The counts, with the second tier's page fetched on the way (it is where most pages fall).
-  const secondFrom = Math.max(0, query.offset - first.length);
-  const [secondRes, restCount] = await Promise.all([
-    search(deps, second.q, {
-      filter: second.filters,
-      sort: BY_DOMAIN,
-      offset: secondFrom,
-      limit: query.limit,
-      attributesToRetrieve: ['id'],
-    }),
-    search(deps, rest.q, { filter: rest.filters, limit: 0 }),
-  ]);
-  const tiers: Tier[] = [
-    { size: first.length, page: async (o, l) => first.slice(o, o + l) },
-    {
-      size: secondRes.estimatedTotalHits ?? 0,
-      page: async (o, l) =>
-        o === secondFrom && l <= query.limit
-          ? idsOf(secondRes).slice(0, l)
-          : (await sortedPage(deps, second.q, second.filters, BY_DOMAIN, l, o)).ids,
-    },
-    {
-      size: restCount.estimatedTotalHits ?? 0,
-      page: async (o, l) => (await sortedPage(deps, rest.q, rest.filters, BY_DOMAIN, l, o)).ids,
-    },
+  // The second tier is a filter on the name key alone (cheap): its page and size come first, and
+  // then one query of the term (the costly part) gives both the third tier's page and its size.
+  const { offset, limit } = query;
+  const f = first.length;
+  const secondRes = await search(deps, second.q, {
+    filter: second.filters,
+    sort: BY_DOMAIN,
+    offset: Math.max(0, offset - f),
+    limit,
+    attributesToRetrieve: ['id'],
+  });
+  const s = secondRes.estimatedTotalHits ?? 0;
+  const restFrom = Math.max(0, offset - f - s);
+  const restRes = await search(deps, rest.q, {
+    filter: rest.filters,
+    sort: BY_DOMAIN,
+    offset: restFrom,
+    limit: Math.max(0, Math.min(limit, offset + limit - f - s - restFrom)),
+    attributesToRetrieve: ['id'],
+  });
+  const inSecond = Math.max(0, Math.min(s, offset + limit - f) - Math.max(0, offset - f));
+  const ids = [
+    ...first.slice(offset, offset + limit),
+    ...idsOf(secondRes).slice(0, inSecond),
+    ...idsOf(restRes),
   ];
-  const total = tiers.reduce((sum, t) => sum + t.size, 0);
-  const end = query.offset + query.limit;
-  const parts: Promise<number[]>[] = [];
-  let start = 0;
-  for (const tier of tiers) {
-    const from = Math.max(query.offset, start);
-    const to = Math.min(end, start + tier.size);
-    if (to > from) parts.push(tier.page(from - start, to - from));
-    start += tier.size;
-  }
-  return { ids: (await Promise.all(parts)).flat(), total };
+  return { ids, total: f + s + (restRes.estimatedTotalHits ?? 0) };
 }
