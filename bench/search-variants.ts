@@ -102,7 +102,7 @@ const numeric = (count: number): Variant => ({
 });
 const one = (field: 'n' | 'd' | 'u', sortable: boolean, filterable: boolean): Variant => ({
   name: `words+${field}${sortable ? '-sort' : ''}${filterable ? '-filter' : ''}`,
-  doc: (r) => ({ ...words(r), [field]: toOrgDocument(r)[field] }),
+  doc: (r) => ({ ...words(r), [field]: field === 'u' ? r.updated.getTime() : toOrgDocument(r)[field] }),
   load: wordLoad,
   after: {
     filterableAttributes: [
@@ -131,6 +131,12 @@ const multi = (count: number): Variant => ({
 });
 
 const VARIANTS: Variant[] = [
+  {
+    name: 'words+t-sort',
+    doc: (r) => ({ ...words(r), t: toOrgDocument(r).t }),
+    load: wordLoad,
+    after: { filterableAttributes: linkFilter, sortableAttributes: ['t'] },
+  },
   multi(1),
   multi(2),
   { name: 'words-only-2', doc: words, load: wordLoad, after: { filterableAttributes: linkFilter } },

@@ -14,7 +14,13 @@ import type { Settings } from 'meilisearch';
 export const ORG_INDEX_PRIMARY_KEY = 'id';
 
 /** Bumped when the document shape changes; an index of another format needs `bizdir reindex`. */
-export const ORG_INDEX_FORMAT = 2;
+export const ORG_INDEX_FORMAT = 3;
+
+/**
+ * The sortable attributes of the previous format (2), which sorted `updated` on `u` (ms) with the
+ * stable domain as tie-break. It is recognised by them and served until `bizdir reindex`.
+ */
+export const V2_SORTABLE = ['n', 'u', 'd'] as const;
 
 const equalityOnly = { facetSearch: false, filter: { equality: true, comparison: false } } as const;
 
@@ -43,7 +49,9 @@ export const ORG_INDEX_SETTINGS: Settings = {
       features: { facetSearch: false, filter: { equality: true, comparison: true } },
     },
   ],
-  sortableAttributes: ['n', 'u', 'd'],
+  // `t` carries the `updated` order with its tie-break (org-document.ts), so no sort needs `d`
+  // inside the large groups of Orgs one import transaction wrote with the same `updated`.
+  sortableAttributes: ['n', 't', 'd'],
 };
 
 /** A filter true of every document of this format and refused by an index of the old one. */

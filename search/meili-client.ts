@@ -92,13 +92,18 @@ export async function indexExists(client: Meilisearch, uid: string): Promise<boo
   }
 }
 
-export type IndexFormat = 1 | typeof ORG_INDEX_FORMAT;
+export type IndexFormat = 1 | 2 | typeof ORG_INDEX_FORMAT;
 
 /** The document format of an existing index (by its searchable attribute), or null when it does not exist. */
 export async function indexFormat(client: Meilisearch, uid: string): Promise<IndexFormat | null> {
   try {
-    const searchable = await client.index(uid).getSearchableAttributes();
-    return searchable.length === 1 && searchable[0] === V1_SEARCHABLE ? 1 : ORG_INDEX_FORMAT;
+    const index = client.index(uid);
+    const [searchable, sortable] = await Promise.all([
+      index.getSearchableAttributes(),
+      index.getSortableAttributes(),
+    ]);
+    if (searchable.length === 1 && searchable[0] === V1_SEARCHABLE) return 1;
+    return sortable.includes('u') && !sortable.includes('t') ? 2 : ORG_INDEX_FORMAT;
   } catch (error) {
     if (error instanceof MeilisearchApiError && error.response.status === 404) return null;
     throw error;
@@ -108,7 +113,7 @@ export async function indexFormat(client: Meilisearch, uid: string): Promise<Ind
 /**
  * Creates the index when missing and applies the declared settings (a no-op task when they are
  * already in place). Used at start-up for the live index and by reindex for each new index. An
- * index of the old format is left as it is: it keeps serving until `bizdir reindex` replaces it.
+ * index of an older format is left as it is: it keeps serving until `bizdir reindex` replaces it.
  */
 export async function ensureOrgIndex(
   client: Meilisearch,
@@ -122,8 +127,9 @@ export async function ensureOrgIndex(
     if (task.status === 'failed' && task.error?.code !== 'index_already_exists') {
       throw new MeiliTaskFailedError(`creating index ${uid} failed: ${task.error?.message}`);
     }
-  } else if ((await indexFormat(client, uid)) === 1) {
-    return 1;
+  } else {
+    const format = await indexFormat(client, uid);
+    if (format !== null && format !== ORG_INDEX_FORMAT) return format;
   }
   await succeeded(client.index(uid).updateSettings(settings));
   return ORG_INDEX_FORMAT;

@@ -14,8 +14,11 @@ export interface OrgDocument {
   n: string;
   /** Stable domain id (orgs.uid): the tie-break of every sort. */
   d: string;
-  /** orgs.updated in epoch milliseconds: the `updated` sort. */
-  u: number;
+  /**
+   * The `updated` sort with its tie-break, as two strings (updatedKeys): Meilisearch sorts an
+   * array ascending by its smallest value and descending by its largest.
+   */
+  t: [string, string];
   /** orgs.version_number: `reindex --verify` compares it to find stale entries. */
   v: number;
 }
@@ -28,6 +31,23 @@ export interface OrgRowForIndex {
   version_number: number;
 }
 
+/** `updated` in ms, fixed-width base 36 (9 digits hold every date up to the year 5138). */
+const msKey = (updated: Date) => Math.max(0, updated.getTime()).toString(36).padStart(9, '0');
+
+/** Each base-36 digit replaced by its complement: reverses the order of equal-length keys. */
+const complement = (key: string) => [...key].map((c) => (35 - Number.parseInt(c, 36)).toString(36)).join('');
+
+/**
+ * The two sort values of `updated`: `0<ms><uid>` is the smallest and gives `updated` then stable
+ * domain ascending; `1<ms><complement of uid>` is the largest, and sorted descending gives
+ * `updated` descending then stable domain ascending. Stable ids are 8 base-36 characters, so
+ * every value is unique and Meilisearch never has to break a tie.
+ */
+export function updatedKeys(updated: Date, uid: string): [string, string] {
+  const ms = msKey(updated);
+  return [`0${ms}${uid}`, `1${ms}${complement(uid)}`];
+}
+
 export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
   const folded = foldName(row.name);
   const terms = nameTerms(folded);
@@ -37,12 +57,19 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
     ...(terms.links.length > 0 ? { l: terms.links } : {}),
     n: nameSortKey(folded),
     d: row.uid,
-    u: row.updated.getTime(),
+    t: updatedKeys(row.updated, row.uid),
     v: row.version_number,
   };
 }
 
-/** Documents for an index of the given format (an upgraded installation may still run a v1 index). */
+/** A document of the previous format (2): `updated` as `u`, in ms, tie-broken on `d` by the query. */
+export function toV2OrgDocument(row: OrgRowForIndex): object {
+  const { t: _t, ...rest } = toOrgDocument(row);
+  return { ...rest, u: row.updated.getTime() };
+}
+
+/** Documents for an index of the given format (an upgraded installation may still run an older one). */
 export function documentsFor(format: IndexFormat, rows: readonly OrgRowForIndex[]): object[] {
-  return format === 1 ? rows.map(toV1OrgDocument) : rows.map(toOrgDocument);
+  if (format === 1) return rows.map(toV1OrgDocument);
+  return format === 2 ? rows.map(toV2OrgDocument) : rows.map(toOrgDocument);
 }

@@ -44,14 +44,24 @@ export interface OrgSearchDeps {
   indexUid: string;
   /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
+  /** The live index's format: 2 sorts `updated` on `u` and `d` (until `bizdir reindex`). */
+  format?: 2 | 3;
 }
 
-const SORT_RULES: Record<Exclude<OrgSort, 'relevance'>, string[]> = {
+type SortRules = Record<Exclude<OrgSort, 'relevance'>, string[]>;
+const SORT_RULES: SortRules = {
   name: ['n:asc', 'd:asc'],
   '-name': ['n:desc', 'd:asc'],
+  // `t` holds two unique values per Org (org-document.ts updatedKeys): no tie-break needed.
+  updated: ['t:asc'],
+  '-updated': ['t:desc'],
+};
+const V2_SORT_RULES: SortRules = {
+  ...SORT_RULES,
   updated: ['u:asc', 'd:asc'],
   '-updated': ['u:desc', 'd:asc'],
 };
+const sortRules = (deps: OrgSearchDeps) => (deps.format === 2 ? V2_SORT_RULES : SORT_RULES);
 const BY_DOMAIN = ['d:asc'];
 
 /** Pages of this many ids when a whole candidate set is read. */
@@ -154,11 +164,11 @@ async function sortedPage(
 export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): Promise<OrgSearchPage> {
   const folded = foldName(query.q);
   if (folded === '') {
-    const sort = query.sort === 'relevance' ? BY_DOMAIN : SORT_RULES[query.sort];
+    const sort = query.sort === 'relevance' ? BY_DOMAIN : sortRules(deps)[query.sort];
     return sortedPage(deps, '', [], sort, query.limit, query.offset);
   }
   if (query.sort === 'relevance') return relevancePage(deps, folded, query);
-  const sort = SORT_RULES[query.sort];
+  const sort = sortRules(deps)[query.sort];
   const term = termQuery(deps, folded);
   const extra = await domainOnly(deps, folded, query.domainOrgIds);
   if (extra.length === 0) {
@@ -187,11 +197,6 @@ async function domainOnly(
   if (domainIds.length === 0) return [];
   const rows = await deps.namesOf(domainIds);
   return [...rows].filter(([, row]) => !termMatches(foldName(row.name), folded)).map(([id]) => id);
-}
-
-interface Tier {
-  size: number;
-  page: (offset: number, limit: number) => Promise<number[]>;
 }
 
 /**
@@ -235,41 +240,31 @@ async function tieredPage(
   const notFirst = first.length > 0 ? [idNotIn(first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
-  // The counts, with the second tier's page fetched on the way (it is where most pages fall).
-  const secondFrom = Math.max(0, query.offset - first.length);
-  const [secondRes, restCount] = await Promise.all([
-    search(deps, second.q, {
-      filter: second.filters,
-      sort: BY_DOMAIN,
-      offset: secondFrom,
-      limit: query.limit,
-      attributesToRetrieve: ['id'],
-    }),
-    search(deps, rest.q, { filter: rest.filters, limit: 0 }),
-  ]);
-  const tiers: Tier[] = [
-    { size: first.length, page: async (o, l) => first.slice(o, o + l) },
-    {
-      size: secondRes.estimatedTotalHits ?? 0,
-      page: async (o, l) =>
-        o === secondFrom && l <= query.limit
-          ? idsOf(secondRes).slice(0, l)
-          : (await sortedPage(deps, second.q, second.filters, BY_DOMAIN, l, o)).ids,
-    },
-    {
-      size: restCount.estimatedTotalHits ?? 0,
-      page: async (o, l) => (await sortedPage(deps, rest.q, rest.filters, BY_DOMAIN, l, o)).ids,
-    },
+  // The second tier is a filter on the name key alone (cheap): its page and size come first, and
+  // then one query of the term (the costly part) gives both the third tier's page and its size.
+  const { offset, limit } = query;
+  const f = first.length;
+  const secondRes = await search(deps, second.q, {
+    filter: second.filters,
+    sort: BY_DOMAIN,
+    offset: Math.max(0, offset - f),
+    limit,
+    attributesToRetrieve: ['id'],
+  });
+  const s = secondRes.estimatedTotalHits ?? 0;
+  const restFrom = Math.max(0, offset - f - s);
+  const restRes = await search(deps, rest.q, {
+    filter: rest.filters,
+    sort: BY_DOMAIN,
+    offset: restFrom,
+    limit: Math.max(0, Math.min(limit, offset + limit - f - s - restFrom)),
+    attributesToRetrieve: ['id'],
+  });
+  const inSecond = Math.max(0, Math.min(s, offset + limit - f) - Math.max(0, offset - f));
+  const ids = [
+    ...first.slice(offset, offset + limit),
+    ...idsOf(secondRes).slice(0, inSecond),
+    ...idsOf(restRes),
   ];
-  const total = tiers.reduce((sum, t) => sum + t.size, 0);
-  const end = query.offset + query.limit;
-  const parts: Promise<number[]>[] = [];
-  let start = 0;
-  for (const tier of tiers) {
-    const from = Math.max(query.offset, start);
-    const to = Math.min(end, start + tier.size);
-    if (to > from) parts.push(tier.page(from - start, to - from));
-    start += tier.size;
-  }
-  return { ids: (await Promise.all(parts)).flat(), total };
+  return { ids, total: f + s + (restRes.estimatedTotalHits ?? 0) };
 }

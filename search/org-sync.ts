@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { observeLater } from '../shared/outage.js';
+import { ORG_INDEX_FORMAT } from './index-definition.js';
 import { type IndexFormat, indexFormat, succeeded } from './meili-client.js';
 import { documentsFor, type OrgRowForIndex } from './org-document.js';
 
@@ -155,7 +156,7 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
     let lastSeq = 0;
     const inFlight: Batch[] = [];
     // Read under the lock: a rebuild swaps formats only while holding it.
-    const format = (await indexFormat(deps.meili, deps.indexUid)) ?? 2;
+    const format = (await indexFormat(deps.meili, deps.indexUid)) ?? ORG_INDEX_FORMAT;
     const settleOldest = async () => {
       const batch = inFlight.shift()!;
       await batch.done;

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { parseDomain } from '../shared/domains.js';
+import { ORG_INDEX_FORMAT } from './index-definition.js';
 import { searchV1OrgIds } from './legacy-v1/org-search.js';
 import { type IndexFormat, indexFormat, meiliCall } from './meili-client.js';
 import { type NameRow, type OrgSearchPage, type OrgSearchQuery, searchOrgIds } from './org-search.js';
@@ -61,7 +62,7 @@ const formats = new Map<string, { format: IndexFormat; at: number }>();
 async function liveFormat(meili: Meilisearch, indexUid: string, fresh: boolean): Promise<IndexFormat> {
   const known = formats.get(indexUid);
   if (!fresh && known && Date.now() - known.at < FORMAT_TTL_MS) return known.format;
-  const format = (await meiliCall(() => indexFormat(meili, indexUid))) ?? 2;
+  const format = (await meiliCall(() => indexFormat(meili, indexUid))) ?? ORG_INDEX_FORMAT;
   formats.set(indexUid, { format, at: Date.now() });
   return format;
 }
@@ -76,7 +77,7 @@ export async function searchOrgs(
     const format = await liveFormat(deps.meili, deps.indexUid, fresh);
     if (format === 1) return searchV1OrgIds(deps.meili, deps.indexUid, full);
     return searchOrgIds(
-      { meili: deps.meili, indexUid: deps.indexUid, namesOf: (ids) => namesOf(deps.db, ids) },
+      { meili: deps.meili, indexUid: deps.indexUid, namesOf: (ids) => namesOf(deps.db, ids), format },
       full,
     );
   };

@@ -1,8 +1,11 @@
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ORG_INDEX_FORMAT, ORG_INDEX_SETTINGS, V2_SORTABLE } from '../search/index-definition.js';
 import { V1_INDEX_SETTINGS } from '../search/legacy-v1/index-settings.js';
 import { toV1OrgDocument } from '../search/legacy-v1/org-document.js';
 import { createMeiliClient, indexFormat, succeeded } from '../search/meili-client.js';
+import { toV2OrgDocument } from '../search/org-document.js';
+import type { OrgSort } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
@@ -21,10 +24,10 @@ let meili: Meilisearch;
 let indexUid: string;
 let orgs: TestOrg[];
 
-async function search(q: string) {
+async function search(q: string, sort: OrgSort = 'name', uid = indexUid) {
   const page = await searchOrgs(
-    { db: db.db, meili: createMeiliClient(testMeiliConnection()), indexUid, domainSuffix: SUFFIX },
-    { q, sort: 'name', limit: 20, offset: 0 },
+    { db: db.db, meili: createMeiliClient(testMeiliConnection()), indexUid: uid, domainSuffix: SUFFIX },
+    { q, sort, limit: 20, offset: 0 },
   );
   return { total: page.total, ids: page.ids };
 }
@@ -73,9 +76,71 @@ describe('upgrading from the v1 index', () => {
     // Remember the old format in this process, then swap under it.
     expect((await search('jones')).total).toBe(1);
     await reindex({ db: db.db, meili, indexUid });
-    expect(await indexFormat(meili, indexUid)).toBe(2);
+    expect(await indexFormat(meili, indexUid)).toBe(ORG_INDEX_FORMAT);
     expect(await search('jones')).toEqual({ total: 1, ids: [orgs[1]!.id] });
     expect((await search('idget')).total).toBe(3);
     expect(driftCount(await verifyIndex(db.db, meili, indexUid))).toBe(0);
+  });
+});
+
+describe('upgrading from the v2 index (updated sorted on u, tie-broken on d)', () => {
+  let v2Uid: string;
+  /** Ids in the order of `updated` (ties by stable domain), from Postgres. */
+  async function byUpdated(direction: 'asc' | 'desc', nameLike: string) {
+    const rows = await db.db
+      .selectFrom('orgs')
+      .select(['id', 'uid', 'updated'])
+      .where('name', 'like', nameLike)
+      .execute();
+    const ms = (r: { updated: unknown }) => new Date(r.updated as string).getTime();
+    return rows
+      .sort((a, b) => (ms(a) - ms(b)) * (direction === 'asc' ? 1 : -1) || (a.uid < b.uid ? -1 : 1))
+      .map((r) => Number(r.id));
+  }
+
+  beforeAll(async () => {
+    v2Uid = testIndexName('upgrade-v2');
+    // Several Orgs with the same `updated`, as one import transaction writes them.
+    await insertOrgs(db.db, [
+      { name: 'TIED ONE LTD' },
+      { name: 'TIED TWO LTD' },
+      { name: 'TIED THREE LTD' },
+      { name: 'TIED FOUR LTD' },
+    ]);
+    await db.db
+      .updateTable('orgs')
+      .set({ updated: new Date('2026-01-02T03:04:05.678Z') })
+      .where('name', 'like', 'TIED %')
+      .execute();
+    await succeeded(meili.createIndex(v2Uid, { primaryKey: 'id' }));
+    await succeeded(
+      meili.index(v2Uid).updateSettings({ ...ORG_INDEX_SETTINGS, sortableAttributes: [...V2_SORTABLE] }),
+    );
+    const rows = await db.db
+      .selectFrom('orgs')
+      .select(['id', 'uid', 'name', 'version_number', 'updated'])
+      .execute();
+    await succeeded(
+      meili
+        .index(v2Uid)
+        .addDocuments(rows.map((r) => toV2OrgDocument({ ...r, updated: new Date(r.updated) }))),
+    );
+  });
+
+  afterAll(async () => {
+    await meili?.deleteIndexIfExists(v2Uid);
+  });
+
+  it('keeps serving both updated sorts in its own format, then reindex moves it to the current one', async () => {
+    expect(await indexFormat(meili, v2Uid)).toBe(2);
+    const asc = await byUpdated('asc', 'TIED %');
+    const desc = await byUpdated('desc', 'TIED %');
+    expect((await search('tied', 'updated', v2Uid)).ids).toEqual(asc);
+    expect((await search('tied', '-updated', v2Uid)).ids).toEqual(desc);
+    await reindex({ db: db.db, meili, indexUid: v2Uid });
+    expect(await indexFormat(meili, v2Uid)).toBe(ORG_INDEX_FORMAT);
+    expect((await search('tied', 'updated', v2Uid)).ids).toEqual(asc);
+    expect((await search('tied', '-updated', v2Uid)).ids).toEqual(desc);
+    expect(driftCount(await verifyIndex(db.db, meili, v2Uid))).toBe(0);
   });
 });
