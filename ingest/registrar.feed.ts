@@ -52,14 +52,28 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
     const country = options.country ?? 'GB';
     const today = new Date();
     const fingerprintOf = rowFingerprint(country, headerRaw);
+    // The fingerprints recognition worked out for the batch, so the rows it did not recognise (every
+    // row of a first import) are not hashed a second time when normalized. Correct whatever the
+    // order of calls: a row not found here is hashed again.
+    let batchPrints = new Map<string, string>();
+    const remembered = (raw: string) => {
+      const print = fingerprintOf(raw);
+      batchPrints.set(raw, print);
+      return print;
+    };
     return {
       normalize: (fields, _line, raw) => {
         const result = normalizeRegistrarRow(readRegistrarRow(fields, index), country, today);
         // A row with warnings is normalized (and its warnings reported) every time.
-        if (result.ok) result.record.fingerprint = result.warnings.length === 0 ? fingerprintOf(raw) : null;
+        if (result.ok)
+          result.record.fingerprint =
+            result.warnings.length === 0 ? (batchPrints.get(raw) ?? fingerprintOf(raw)) : null;
         return result;
       },
-      recognize: (db, records) => recognizeUnchanged(db, country, index.number, fingerprintOf, records),
+      recognize: (db, records) => {
+        batchPrints = new Map();
+        return recognizeUnchanged(db, country, index.number, remembered, records);
+      },
       loadBatch: async (trx, rows, ctx) => {
         await stageRows(trx, ctx.runId, ctx.partNo, rows);
         return { inserted: 0, updated: 0, unchanged: 0, duplicates: 0, changedOrgIds: [] };
