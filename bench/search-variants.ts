@@ -122,7 +122,10 @@ const coarse = (distinct: number): Variant => ({
 
 const multi = (count: number): Variant => ({
   name: `words+multi-${count}`,
-  doc: (r) => ({ ...words(r), s: Array.from({ length: count }, (_, k) => k * 1e13 + ((r.id * 7_919 + k) % 1e9)) }),
+  doc: (r) => ({
+    ...words(r),
+    s: Array.from({ length: count }, (_, k) => k * 1e13 + ((r.id * 7_919 + k) % 1e9)),
+  }),
   load: wordLoad,
   after: { filterableAttributes: linkFilter, sortableAttributes: ['s'] },
 });

@@ -1,8 +1,8 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/database.js';
-import { slugify } from '../shared/domains.js';
-import { type MergeOutcome, StaleStagedRowsError } from './feed-handler.js';
-import { allocateSlugs, recordSlugs } from './public-domains.js';
+import type { Database } from '../../shared/database.js';
+import { slugify } from '../../shared/domains.js';
+import { type MergeOutcome, StaleStagedRowsError } from '../feed-handler.js';
+import { allocateSlugs, recordSlugs } from '../public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
 import {
   nextWinners,
