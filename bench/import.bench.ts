@@ -8,7 +8,7 @@ import Papa from 'papaparse';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { createImportRun, getRun, type ImportRun, partsOf } from '../ingest/import-run.js';
-import { REGISTRAR_HEADER_LINE } from '../ingest/registrar.parser.js';
+import { REGISTRAR_HEADER_LINE } from '../ingest/registrar/registrar.parser.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../jobs/queue.js';
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { copyLine } from '../shared/pg-copy.js';

@@ -21,9 +21,14 @@ import { createHash } from 'node:crypto';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { openCsv } from '../ingest/csv.js';
-import { matchLocationHeaders } from '../ingest/locations.headers.js';
-import { locationRowNormalizer, type NormalizedLocation } from '../ingest/locations.normalize.js';
-import { contentHash, encodeLocation, mergeAddress, mergeLocation } from '../ingest/locations.records.js';
+import { matchLocationHeaders } from '../ingest/locations/locations.headers.js';
+import { locationRowNormalizer, type NormalizedLocation } from '../ingest/locations/locations.normalize.js';
+import {
+  contentHash,
+  encodeLocation,
+  mergeAddress,
+  mergeLocation,
+} from '../ingest/locations/locations.records.js';
 import { HEADER, row } from './location-sheet.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { REGISTRAR_HEADER_LINE } from '../ingest/registrar.parser.js';
+import { REGISTRAR_HEADER_LINE } from '../ingest/registrar/registrar.parser.js';
 import { registrarFields, registrarLine } from '../test/support/registrar-csv.js';
 
 /**

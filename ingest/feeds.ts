@@ -1,7 +1,7 @@
 import type { ImportFeed } from '../shared/database.js';
 import type { FeedHandler } from './feed-handler.js';
-import { locationsFeed } from './locations.feed.js';
-import { registrarFeed } from './registrar.feed.js';
+import { locationsFeed } from './locations/locations.feed.js';
+import { registrarFeed } from './registrar/registrar.feed.js';
 
 /**
  * Feed name -> handler. The location feed (ingest/locations*) adds `locations: locationsFeed` here;

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { HoursCache, parseDayHours, parseSpecialHours, splitList } from '../ingest/locations.hours.js';
+import {
+  HoursCache,
+  parseDayHours,
+  parseSpecialHours,
+  splitList,
+} from '../ingest/locations/locations.hours.js';
 
 const open = (open_time: string, close_time: string) => ({ day: 1, open: true, open_time, close_time });
 const closed = { day: 1, open: false, open_time: '00:00', close_time: '00:00' };

@@ -539,7 +539,7 @@ describe('re-import in keyed mode (only the key cells are read while rows prove 
   });
 
   it('reads only the key cells once a batch proves unchanged', async () => {
-    const { locationsFeed } = await import('../ingest/locations.feed.js');
+    const { locationsFeed } = await import('../ingest/locations/locations.feed.js');
     const header = HEADER.split(',');
     const prepared = locationsFeed.prepare(header, { full: false }, HEADER);
     const cells = (text: string) => text.split(',');

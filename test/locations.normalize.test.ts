@@ -1,10 +1,10 @@
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { ImportOptionsError } from '../ingest/feed-handler.js';
-import { locationsFeed } from '../ingest/locations.feed.js';
-import { headerKey, matchLocationHeaders } from '../ingest/locations.headers.js';
-import { normalizeLocationRow, urlOf, yearOf } from '../ingest/locations.normalize.js';
-import { regionOf } from '../ingest/locations.regions.js';
+import { locationsFeed } from '../ingest/locations/locations.feed.js';
+import { headerKey, matchLocationHeaders } from '../ingest/locations/locations.headers.js';
+import { normalizeLocationRow, urlOf, yearOf } from '../ingest/locations/locations.normalize.js';
+import { regionOf } from '../ingest/locations/locations.regions.js';
 import { FeedFormatError } from '../shared/errors.js';
 
 const EN_US =

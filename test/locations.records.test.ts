@@ -1,7 +1,7 @@
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
-import { matchLocationHeaders } from '../ingest/locations.headers.js';
-import { normalizeLocationRow } from '../ingest/locations.normalize.js';
+import { matchLocationHeaders } from '../ingest/locations/locations.headers.js';
+import { normalizeLocationRow } from '../ingest/locations/locations.normalize.js';
 import {
   type AddressContent,
   contentHash,
@@ -10,7 +10,7 @@ import {
   mergeAddress,
   mergeLocation,
   type StoredLocation,
-} from '../ingest/locations.records.js';
+} from '../ingest/locations/locations.records.js';
 import type { HoursEntryJson } from '../shared/database.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { companyNumber } from '../bench/register/generate.js';
-import { normalizeCompanyNumber } from '../ingest/registrar.normalize.js';
+import { normalizeCompanyNumber } from '../ingest/registrar/registrar.normalize.js';
 
 describe('bench register generator: company numbers', () => {
   it('are valid register numbers and unique over the whole register size (5.7M) and beyond', () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createRun, getRun, type ImportRun } from '../ingest/import-runs.repository.js';
-import { createStage, dropStage, stageExists } from '../ingest/registrar.stage.js';
+import { createStage, dropStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { runImport } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';

@@ -6,8 +6,12 @@ import {
   normalizeRegistrarRow,
   parseRegisterDate,
   parseSicCode,
-} from '../ingest/registrar.normalize.js';
-import { mapRegistrarHeader, REGISTRAR_HEADER_LINE, readRegistrarRow } from '../ingest/registrar.parser.js';
+} from '../ingest/registrar/registrar.normalize.js';
+import {
+  mapRegistrarHeader,
+  REGISTRAR_HEADER_LINE,
+  readRegistrarRow,
+} from '../ingest/registrar/registrar.parser.js';
 import { countryCodeOf } from '../shared/countries.js';
 import { FeedFormatError } from '../shared/errors.js';
 import { registrarFields, registrarLine } from './support/registrar-csv.js';

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { REGISTRAR_HEADER_LINE } from '../../ingest/registrar.parser.js';
+import { REGISTRAR_HEADER_LINE } from '../../ingest/registrar/registrar.parser.js';
 import { registrarFields, registrarLine } from '../../test/support/registrar-csv.js';
 import { NameGenerator } from './names.js';
 

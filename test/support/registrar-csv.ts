@@ -1,4 +1,4 @@
-import { REGISTRAR_COLUMNS, REGISTRAR_HEADER_LINE } from '../../ingest/registrar.parser.js';
+import { REGISTRAR_COLUMNS, REGISTRAR_HEADER_LINE } from '../../ingest/registrar/registrar.parser.js';
 
 /**
  * Builds register files in the real format: the real header (with its leading spaces), every field

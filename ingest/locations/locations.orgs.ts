@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/database.js';
-import { parseDomain, slugify } from '../shared/domains.js';
+import type { Database } from '../../shared/database.js';
+import { parseDomain, slugify } from '../../shared/domains.js';
+import { allocateSlugs, recordSlugs } from '../public-domains.js';
 import type { OrgRef } from './locations.normalize.js';
-import { allocateSlugs, recordSlugs } from './public-domains.js';
 
 /**
  * Which Org a location row belongs to (DECISIONS.md): its `Org domain` or `Company number` cell,

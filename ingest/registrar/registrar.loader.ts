@@ -1,9 +1,9 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/database.js';
-import type { Db } from '../shared/db.js';
-import { slugify } from '../shared/domains.js';
-import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from './feed-handler.js';
-import { recordSlugs, reserveSlugs } from './public-domains.js';
+import type { Database } from '../../shared/database.js';
+import type { Db } from '../../shared/db.js';
+import { slugify } from '../../shared/domains.js';
+import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
+import { recordSlugs, reserveSlugs } from '../public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
 import {
   byCtid,

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Db } from '../shared/db.js';
-import type { CsvRecord } from './csv.js';
+import type { Db } from '../../shared/db.js';
+import type { CsvRecord } from '../csv.js';
 import { normalizeCompanyNumber, type RegistrarRecord } from './registrar.normalize.js';
 import { rawField } from './registrar.parser.js';
 

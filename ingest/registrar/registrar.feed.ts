@@ -1,6 +1,6 @@
-import { ISO_CODES } from '../shared/countries.js';
-import type { ImportOptionsJson } from '../shared/database.js';
-import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
+import { ISO_CODES } from '../../shared/countries.js';
+import type { ImportOptionsJson } from '../../shared/database.js';
+import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed-handler.js';
 import {
   closeMissingOrgs,
   mergeRegistrarChunk,

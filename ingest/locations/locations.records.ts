@@ -1,5 +1,11 @@
 import { hash as digestOf } from 'node:crypto';
-import type { AddressFields, HoursEntryJson, HoursJson, LinksJson, PhonesJson } from '../shared/database.js';
+import type {
+  AddressFields,
+  HoursEntryJson,
+  HoursJson,
+  LinksJson,
+  PhonesJson,
+} from '../../shared/database.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
 import type { AddressPatch, LocationPatch } from './locations.normalize.js';
 

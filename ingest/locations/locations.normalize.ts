@@ -1,4 +1,4 @@
-import type { HoursEntryJson, LinksJson, PhonesJson } from '../shared/database.js';
+import type { HoursEntryJson, LinksJson, PhonesJson } from '../../shared/database.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import { HoursCache, isRealDate, splitList } from './locations.hours.js';
 import { countryOf, ISO_SHAPE, sheetText as text } from './locations.key.js';

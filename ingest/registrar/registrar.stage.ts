@@ -1,9 +1,9 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/database.js';
-import type { Db } from '../shared/db.js';
-import { slugify } from '../shared/domains.js';
-import { copyInto, copyLine } from '../shared/pg-copy.js';
-import type { BatchRow } from './feed-handler.js';
+import type { Database } from '../../shared/database.js';
+import type { Db } from '../../shared/db.js';
+import { slugify } from '../../shared/domains.js';
+import { copyInto, copyLine } from '../../shared/pg-copy.js';
+import type { BatchRow } from '../feed-handler.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 
 /**

@@ -1,4 +1,4 @@
-import { FeedFormatError } from '../shared/errors.js';
+import { FeedFormatError } from '../../shared/errors.js';
 
 /**
  * Header matching for the business-profile bulk-upload sheet (FEEDS.md section 2). Real sheets come

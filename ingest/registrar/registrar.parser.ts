@@ -1,4 +1,4 @@
-import { FeedFormatError } from '../shared/errors.js';
+import { FeedFormatError } from '../../shared/errors.js';
 
 /**
  * The company register bulk file (FEEDS.md section 1): 55 columns, mapped by trimmed name, never by

@@ -1,11 +1,12 @@
 import { createHash, hash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/database.js';
-import { slugify } from '../shared/domains.js';
-import { FeedFormatError } from '../shared/errors.js';
-import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow, RowIssue } from './feed-handler.js';
-import type { NewIssue } from './import-issues.repository.js';
-import { deleteRunKeys, recordRunKeys } from './import-run-keys.repository.js';
+import type { Database } from '../../shared/database.js';
+import { slugify } from '../../shared/domains.js';
+import { FeedFormatError } from '../../shared/errors.js';
+import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow, RowIssue } from '../feed-handler.js';
+import type { NewIssue } from '../import-issues.repository.js';
+import { deleteRunKeys, recordRunKeys } from '../import-run-keys.repository.js';
+import { allocateSlugs, recordNewSlugs, recordSlugs } from '../public-domains.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
 import { locationKeyReader } from './locations.key.js';
 import { type LocationRow, locationRowNormalizer, type OrgRef } from './locations.normalize.js';
@@ -39,7 +40,6 @@ import {
   updateAddresses,
   updateLocations,
 } from './locations.repository.js';
-import { allocateSlugs, recordNewSlugs, recordSlugs } from './public-domains.js';
 
 /**
  * The one place that writes Locations. Per batch: resolve the Orgs the rows name, read the

@@ -1,4 +1,4 @@
-import { US_STATES } from '../shared/us-states.js';
+import { US_STATES } from '../../shared/us-states.js';
 
 /**
  * The `Administrative area` cell holds a US state code (`TX`), a state or county name (`Texas`,

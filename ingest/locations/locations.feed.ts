@@ -1,7 +1,7 @@
-import { loadConfig } from '../shared/config.js';
-import { ISO_CODES } from '../shared/countries.js';
-import type { ImportOptionsJson } from '../shared/database.js';
-import { type FeedHandler, ImportOptionsError, type PreparedFeed } from './feed-handler.js';
+import { loadConfig } from '../../shared/config.js';
+import { ISO_CODES } from '../../shared/countries.js';
+import type { ImportOptionsJson } from '../../shared/database.js';
+import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed-handler.js';
 import { matchLocationHeaders } from './locations.headers.js';
 import { type LocationRecord, LocationsLoader } from './locations.loader.js';
 

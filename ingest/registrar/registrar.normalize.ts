@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { countryCodeOf } from '../shared/countries.js';
-import type { NormalizedRow, RowIssue } from './feed-handler.js';
+import { countryCodeOf } from '../../shared/countries.js';
+import type { NormalizedRow, RowIssue } from '../feed-handler.js';
 import { columnOf, type RegistrarRow } from './registrar.parser.js';
 
 /**

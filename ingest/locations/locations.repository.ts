@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/database.js';
-import { copyInto, copyLine } from '../shared/pg-copy.js';
+import type { Database } from '../../shared/database.js';
+import { copyInto, copyLine } from '../../shared/pg-copy.js';
 import type {
   AddressContent,
   EncodedLocation,
