@@ -1,10 +1,10 @@
-import type { Meilisearch } from 'meilisearch';
+import type { Meilisearch, Settings } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ORG_INDEX_FORMAT, ORG_INDEX_SETTINGS, V2_SORTABLE } from '../search/index-definition.js';
 import { V1_INDEX_SETTINGS } from '../search/legacy-v1/index-settings.js';
 import { toV1OrgDocument } from '../search/legacy-v1/org-document.js';
 import { createMeiliClient, indexFormat, succeeded } from '../search/meili-client.js';
-import { toV2OrgDocument } from '../search/org-document.js';
+import { type OrgRowForIndex, toV2OrgDocument } from '../search/org-document.js';
 import type { OrgSort } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
@@ -32,6 +32,19 @@ async function search(q: string, sort: OrgSort = 'name', uid = indexUid) {
   return { total: page.total, ids: page.ids };
 }
 
+/** An index of an older format, holding every Org of the test database, as that release wrote it. */
+async function oldFormatIndex(uid: string, settings: Settings, toDocument: (row: OrgRowForIndex) => object) {
+  await succeeded(meili.createIndex(uid, { primaryKey: 'id' }));
+  await succeeded(meili.index(uid).updateSettings(settings));
+  const rows = await db.db
+    .selectFrom('orgs')
+    .select(['id', 'uid', 'name', 'version_number', 'updated'])
+    .execute();
+  await succeeded(
+    meili.index(uid).addDocuments(rows.map((r) => toDocument({ ...r, updated: new Date(r.updated) }))),
+  );
+}
+
 beforeAll(async () => {
   db = await createTestDb();
   meili = testMeiliClient();
@@ -42,17 +55,7 @@ beforeAll(async () => {
     { name: 'ZEBRA CO' },
   ]);
   // The index as the previous release left it.
-  await succeeded(meili.createIndex(indexUid, { primaryKey: 'id' }));
-  await succeeded(meili.index(indexUid).updateSettings(V1_INDEX_SETTINGS));
-  const rows = await db.db
-    .selectFrom('orgs')
-    .select(['id', 'uid', 'name', 'version_number', 'updated'])
-    .execute();
-  await succeeded(
-    meili
-      .index(indexUid)
-      .addDocuments(rows.map((r) => toV1OrgDocument({ ...r, updated: new Date(r.updated) }))),
-  );
+  await oldFormatIndex(indexUid, V1_INDEX_SETTINGS, toV1OrgDocument);
   await db.db.deleteFrom('search_outbox').execute();
 });
 
@@ -112,18 +115,10 @@ describe('upgrading from the v2 index (updated sorted on u, tie-broken on d)', (
       .set({ updated: new Date('2026-01-02T03:04:05.678Z') })
       .where('name', 'like', 'TIED %')
       .execute();
-    await succeeded(meili.createIndex(v2Uid, { primaryKey: 'id' }));
-    await succeeded(
-      meili.index(v2Uid).updateSettings({ ...ORG_INDEX_SETTINGS, sortableAttributes: [...V2_SORTABLE] }),
-    );
-    const rows = await db.db
-      .selectFrom('orgs')
-      .select(['id', 'uid', 'name', 'version_number', 'updated'])
-      .execute();
-    await succeeded(
-      meili
-        .index(v2Uid)
-        .addDocuments(rows.map((r) => toV2OrgDocument({ ...r, updated: new Date(r.updated) }))),
+    await oldFormatIndex(
+      v2Uid,
+      { ...ORG_INDEX_SETTINGS, sortableAttributes: [...V2_SORTABLE] },
+      toV2OrgDocument,
     );
   });
 
