@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { parseDomain } from '../shared/domains.js';
+import { orgsWithDomains } from '../shared/org-domains.js';
 import { ORG_INDEX_FORMAT } from './index-definition.js';
 import { searchV1OrgIds } from './legacy-v1/org-search.js';
 import { type IndexFormat, indexFormat, meiliCall } from './meili-client.js';
@@ -22,23 +23,12 @@ export interface SearchOrgsDeps {
 /** Ids of the Orgs (zero or one) whose stable or public domain, old labels included, equals q. */
 export async function orgIdsForDomain(db: Db, q: string, suffix: string): Promise<number[]> {
   const ref = parseDomain(q, suffix);
-  if (!ref) return [];
-  if (ref.kind === 'org') {
-    const rows = await db
-      .selectFrom('orgs')
-      .select('id')
-      .where('uid', '=', ref.uid)
-      .where('domain_cc', '=', ref.cc)
-      .execute();
-    return rows.map((r) => r.id);
-  }
-  if (ref.kind === 'org-public') {
-    const rows = await sql<{ id: number }>`
-      select id from orgs where public_slug = ${ref.slug}
-      union select org_id from org_public_domains where slug = ${ref.slug}`.execute(db);
-    return rows.rows.map((r) => Number(r.id));
-  }
-  return [];
+  if (ref?.kind !== 'org' && ref?.kind !== 'org-public') return [];
+  const rows = await db
+    .selectFrom(orgsWithDomains([ref]).as('d'))
+    .select('d.org_id')
+    .execute();
+  return rows.map((r) => Number(r.org_id));
 }
 
 async function namesOf(db: Db, ids: readonly number[]): Promise<Map<number, NameRow>> {

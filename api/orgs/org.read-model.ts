@@ -1,7 +1,7 @@
-import { type ExpressionBuilder, sql } from 'kysely';
-import type { Database, PhonesJson } from '../../shared/database.js';
+import { sql } from 'kysely';
+import type { PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
-import type { DomainRef } from '../../shared/domains.js';
+import { type OrgDomainRef, orgHasDomain } from '../../shared/org-domains.js';
 import { jsonOf } from '../records/json-columns.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
 import {
@@ -11,19 +11,6 @@ import {
   type LocationRecord,
   type OrgRecord,
 } from '../records/records.js';
-
-export type OrgRef = Extract<DomainRef, { kind: 'org' | 'org-public' }>;
-
-type OrgEb = ExpressionBuilder<Database, 'orgs'>;
-
-/** Matches an Org by stable domain, current public domain, or any public domain it held before. */
-function matchesRef(eb: OrgEb, ref: OrgRef) {
-  if (ref.kind === 'org') return eb.and([eb('orgs.uid', '=', ref.uid), eb('orgs.domain_cc', '=', ref.cc)]);
-  return eb.or([
-    eb('orgs.public_slug', '=', ref.slug),
-    eb('orgs.id', 'in', eb.selectFrom('org_public_domains').select('org_id').where('slug', '=', ref.slug)),
-  ]);
-}
 
 /**
  * The whole Org in one indexed query: registered address, default Location with its address, and the
@@ -68,9 +55,9 @@ function orgQuery(db: Db) {
     ]);
 }
 
-export async function findOrgByRef(db: Db, ref: OrgRef): Promise<OrgRecord | undefined> {
+export async function findOrgByRef(db: Db, ref: OrgDomainRef): Promise<OrgRecord | undefined> {
   const row = await orgQuery(db)
-    .where((eb) => matchesRef(eb, ref))
+    .where((eb) => orgHasDomain(eb, ref))
     .limit(1)
     .executeTakeFirst();
   return row;
@@ -87,11 +74,11 @@ export async function findOrgsByIds(db: Db, ids: readonly number[]): Promise<Org
 }
 
 /** The internal id of the Org a domain names, for routes that only need to know it exists. */
-export async function findOrgIdByRef(db: Db, ref: OrgRef) {
+export async function findOrgIdByRef(db: Db, ref: OrgDomainRef) {
   return db
     .selectFrom('orgs')
     .select(['orgs.id', 'orgs.uid', 'orgs.domain_cc'])
-    .where((eb) => matchesRef(eb, ref))
+    .where((eb) => orgHasDomain(eb, ref))
     .limit(1)
     .executeTakeFirst();
 }
@@ -101,9 +88,9 @@ export async function findOrgIdByRef(db: Db, ref: OrgRef) {
  * single-Org read. Arguments: `uid` and `cc`, or `slug`.
  */
 export function prepareOrgByRef(db: Db) {
-  const byArgs = (ref: OrgRef) =>
+  const byArgs = (ref: OrgDomainRef) =>
     orgQuery(db)
-      .where((eb) => matchesRef(eb, ref))
+      .where((eb) => orgHasDomain(eb, ref))
       .limit(1);
   return {
     stable: new PreparedQuery<OrgRecord>(

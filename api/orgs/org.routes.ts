@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
 import { parseDomain } from '../../shared/domains.js';
 import { notFound } from '../../shared/errors.js';
+import type { OrgDomainRef } from '../../shared/org-domains.js';
 import {
   ApiKeyQuery,
   CONDITIONAL_READ,
@@ -15,12 +16,11 @@ import {
 import { sendRendered } from '../http/conditional.js';
 import { checkWindow, PaginationQuery } from '../http/pagination.js';
 import { LocationsListSchema } from '../locations/location.schema.js';
-import type { OrgRef } from './org.read-model.js';
 import { OrgSchema } from './org.schema.js';
 
 const noOrg = () => notFound('No Org exists for this domain');
 
-function orgRef(domain: string, suffix: string): OrgRef {
+function orgRef(domain: string, suffix: string): OrgDomainRef {
   const ref = parseDomain(domain, suffix);
   if (ref?.kind !== 'org' && ref?.kind !== 'org-public') throw noOrg();
   return ref;

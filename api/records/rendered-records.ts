@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Db } from '../../shared/db.js';
 import { orgDomain } from '../../shared/domains.js';
+import type { OrgDomainRef } from '../../shared/org-domains.js';
 import {
   countOrgLocations,
   type LocationRef,
@@ -8,7 +9,7 @@ import {
   prepareLocationByRef,
 } from '../locations/location.read-model.js';
 import { toLocationView } from '../locations/location.view.js';
-import { findOrgIdByRef, type OrgRef, prepareOrgByRef } from '../orgs/org.read-model.js';
+import { findOrgIdByRef, prepareOrgByRef } from '../orgs/org.read-model.js';
 import { toOrgView } from '../orgs/org.view.js';
 import type { RecordCache } from './record-cache.js';
 import {
@@ -37,7 +38,7 @@ export class RenderedRecords {
     this.locationByRef = prepareLocationByRef(db);
   }
 
-  org(ref: OrgRef): Promise<Rendered | undefined> {
+  org(ref: OrgDomainRef): Promise<Rendered | undefined> {
     if (!this.cache) return this.readOrg(ref);
     const key = ref.kind === 'org' ? `o:${ref.uid}.${ref.cc}` : `op:${ref.slug}`;
     return this.cache.get(key, () => this.readOrg(ref));
@@ -49,7 +50,7 @@ export class RenderedRecords {
     return this.cache.get(key, () => this.readLocation(ref));
   }
 
-  private async readOrg(ref: OrgRef): Promise<Rendered | undefined> {
+  private async readOrg(ref: OrgDomainRef): Promise<Rendered | undefined> {
     const row =
       ref.kind === 'org'
         ? await this.orgByRef.stable.first(this.pool, { uid: ref.uid, cc: ref.cc })
@@ -68,7 +69,7 @@ export class RenderedRecords {
   }
 
   /** One page of an Org's Locations (`{total, results}`); the tag covers that page. */
-  async orgLocations(ref: OrgRef, limit: number, offset: number): Promise<Rendered | undefined> {
+  async orgLocations(ref: OrgDomainRef, limit: number, offset: number): Promise<Rendered | undefined> {
     const org = await findOrgIdByRef(this.db, ref);
     if (!org) return undefined;
     const [total, rows] = await Promise.all([

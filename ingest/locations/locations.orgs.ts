@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { parseDomain, slugify } from '../../shared/domains.js';
+import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.js';
 import { allocateSlugs, recordSlugs } from '../public-domains.js';
 import type { OrgRef } from './locations.normalize.js';
 
@@ -34,19 +35,13 @@ const ORG_COLUMNS = sql`o.id, o.name, o.informal_name, o.domain_cc`;
 
 type Keyed = OrgInfo & { key: string };
 
-async function byUid(trx: Transaction<Database>, uids: string[]): Promise<Keyed[]> {
-  const { rows } = await sql<Keyed>`
-    select ${ORG_COLUMNS}, o.uid || '.' || o.domain_cc as key from orgs o where o.uid = any(${uids}::text[])`.execute(
-    trx,
-  );
-  return rows;
-}
-
-async function byPublicSlug(trx: Transaction<Database>, slugs: string[]): Promise<Keyed[]> {
-  const { rows } = await sql<Keyed>`
-    select ${ORG_COLUMNS}, p.slug as key from org_public_domains p join orgs o on o.id = p.org_id
-    where p.slug = any(${slugs}::text[])`.execute(trx);
-  return rows;
+/** Orgs by stable or public domain (old labels too), keyed by orgDomainKey: one query for the batch. */
+async function byDomain(trx: Transaction<Database>, domains: OrgDomainRef[]): Promise<Keyed[]> {
+  return trx
+    .selectFrom(orgsWithDomains(domains).as('d'))
+    .innerJoin('orgs as o', 'o.id', 'd.org_id')
+    .select(['o.id', 'o.name', 'o.informal_name', 'o.domain_cc', 'd.key'])
+    .execute();
 }
 
 async function byNumber(trx: Transaction<Database>, country: string, numbers: string[]): Promise<Keyed[]> {
@@ -116,13 +111,14 @@ export class OrgResolver {
   private keyOf(
     ref: OrgRef,
   ):
-    | { key: string; field?: 'orgDomain' | 'companyNumber' }
+    | { key: string; field?: 'orgDomain' | 'companyNumber'; domain?: OrgDomainRef }
     | { reason: string; field: 'orgDomain' | 'companyNumber' }
     | null {
     if (ref.orgDomain !== undefined) {
       const d = parseDomain(ref.orgDomain, this.options.domainSuffix);
-      if (d?.kind === 'org') return { key: `d:${d.uid}.${d.cc}`, field: 'orgDomain' };
-      if (d?.kind === 'org-public') return { key: `p:${d.slug}`, field: 'orgDomain' };
+      if (d?.kind === 'org' || d?.kind === 'org-public') {
+        return { key: `d:${orgDomainKey(d)}`, field: 'orgDomain', domain: d };
+      }
       return {
         field: 'orgDomain',
         reason: `"${ref.orgDomain}" is not an Org domain ending in .${this.options.domainSuffix}`,
@@ -199,22 +195,14 @@ export class OrgResolver {
     const put = (prefix: string, rows: Keyed[]) => {
       for (const { key, ...org } of rows) this.cache.set(prefix + key, org);
     };
-    const uids = of('d:');
-    if (uids.length > 0) {
-      const rows = await byUid(
-        trx,
-        uids.map((u) => u.split('.')[0]!),
-      );
-      put(
-        'd:',
-        rows.filter((r) => uids.includes(r.key)),
-      );
-    }
-    const slugs = of('p:');
-    if (slugs.length > 0) put('p:', await byPublicSlug(trx, slugs));
+    const pending = new Set(todo);
+    const domains = new Map<string, OrgDomainRef>();
+    for (const k of keys)
+      if (k && 'domain' in k && k.domain && pending.has(k.key)) domains.set(k.key, k.domain);
+    if (domains.size > 0) put('d:', await byDomain(trx, [...domains.values()]));
     const numbers = of('n:');
     if (numbers.length > 0) put('n:', await byNumber(trx, this.options.registrationCountry, numbers));
-    for (const k of [...uids.map((u) => `d:${u}`), ...slugs.map((s) => `p:${s}`)]) {
+    for (const k of domains.keys()) {
       if (!this.cache.has(k))
         this.cache.set(k, `no Org has the domain ${k.slice(2)}.${this.options.domainSuffix}`);
     }
