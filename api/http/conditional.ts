@@ -1,5 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type, { type TProperties, type TSchema } from 'typebox';
 import { type Rendered, serializeRequestMeta } from '../records/rendered.view.js';
+import {
+  ApiKeyQuery,
+  CONDITIONAL_READ,
+  DomainParams,
+  meteredErrors,
+  NotModifiedSchema,
+  RequestMetaSchema,
+  withEtag,
+} from './common.schema.js';
 
 /**
  * Whether an If-None-Match header names the current tag (RFC 9110 13.1.2: `*` or a list of tags,
@@ -34,4 +44,36 @@ export async function sendRendered(
   }
   const meta = serializeRequestMeta(await request.settleCredit());
   return reply.type('application/json; charset=utf-8').send(`{"${field}":${record.json},"request":${meta}}`);
+}
+
+/**
+ * The options of a metered conditional read `GET …/:domain` answered by sendRendered: the 200
+ * `{<field>: <body>, request}` with its ETag, the free 304, the metered errors, and `query` beside
+ * the api_key.
+ */
+export function conditionalRead<
+  F extends 'org' | 'location' | 'locations',
+  B extends TSchema,
+  Q extends TProperties,
+>(doc: { tag: string; summary: string }, field: F, body: B, query: Q) {
+  return {
+    config: { metered: true, conditional: true },
+    schema: {
+      tags: [doc.tag],
+      summary: doc.summary,
+      description: CONDITIONAL_READ,
+      security: [{ http_api_key: [] }],
+      params: DomainParams,
+      querystring: Type.Object({ ...ApiKeyQuery, ...query }),
+      response: {
+        200: withEtag(
+          Type.Object({ [field]: body, request: RequestMetaSchema } as { [K in F]: B } & {
+            request: typeof RequestMetaSchema;
+          }),
+        ),
+        304: NotModifiedSchema,
+        ...meteredErrors,
+      },
+    },
+  };
 }

@@ -1,19 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
-import Type from 'typebox';
 import { parseDomain } from '../../shared/domains.js';
 import { notFound } from '../../shared/errors.js';
 import type { OrgDomainRef } from '../../shared/org-domains.js';
-import {
-  ApiKeyQuery,
-  CONDITIONAL_READ,
-  DomainParams,
-  meteredErrors,
-  NotModifiedSchema,
-  RequestMetaSchema,
-  withEtag,
-} from '../http/common.schema.js';
-import { sendRendered } from '../http/conditional.js';
+import { conditionalRead, sendRendered } from '../http/conditional.js';
 import { checkWindow, PaginationQuery } from '../http/pagination.js';
 import { LocationsListSchema } from '../locations/location.schema.js';
 import { OrgSchema } from './org.schema.js';
@@ -32,22 +22,7 @@ export const orgRoutes: FastifyPluginAsync = async (root) => {
 
   app.get(
     '/v1/org/:domain',
-    {
-      config: { metered: true, conditional: true },
-      schema: {
-        tags: ['orgs'],
-        summary: 'One Org by stable or public domain',
-        description: CONDITIONAL_READ,
-        security: [{ http_api_key: [] }],
-        params: DomainParams,
-        querystring: Type.Object(ApiKeyQuery),
-        response: {
-          200: withEtag(Type.Object({ org: OrgSchema, request: RequestMetaSchema })),
-          304: NotModifiedSchema,
-          ...meteredErrors,
-        },
-      },
-    },
+    conditionalRead({ tag: 'orgs', summary: 'One Org by stable or public domain' }, 'org', OrgSchema, {}),
     async (request, reply) => {
       const org = await app.records.org(orgRef(request.params.domain, suffix));
       if (!org) throw noOrg();
@@ -57,22 +32,12 @@ export const orgRoutes: FastifyPluginAsync = async (root) => {
 
   app.get(
     '/v1/org/:domain/locations',
-    {
-      config: { metered: true, conditional: true },
-      schema: {
-        tags: ['orgs'],
-        summary: "An Org's Locations: the default first, then by name, then by domain",
-        description: CONDITIONAL_READ,
-        security: [{ http_api_key: [] }],
-        params: DomainParams,
-        querystring: Type.Object({ ...ApiKeyQuery, ...PaginationQuery }),
-        response: {
-          200: withEtag(Type.Object({ locations: LocationsListSchema, request: RequestMetaSchema })),
-          304: NotModifiedSchema,
-          ...meteredErrors,
-        },
-      },
-    },
+    conditionalRead(
+      { tag: 'orgs', summary: "An Org's Locations: the default first, then by name, then by domain" },
+      'locations',
+      LocationsListSchema,
+      PaginationQuery,
+    ),
     async (request, reply) => {
       const { limit, offset } = request.query;
       checkWindow(limit, offset);
