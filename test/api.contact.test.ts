@@ -1,9 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { splitFullName } from '../api/contacts/contact.normalize.js';
-import { newAccount, postJson, startTestApi } from './support/api.js';
-import { createTestDb, type TestDb } from './support/db.js';
-import { testQueuePrefix } from './support/redis.js';
+import { newAccount, postJson, useTestApi } from './support/api.js';
 
 const bad = (reason: string) => ({ status: 400, message: `Bad Request: ${reason}` });
 
@@ -98,25 +95,10 @@ const CASES: [string, unknown, { status: number; message?: string }][] = [
 ];
 
 describe('POST /v1/contact', () => {
-  let t: TestDb;
-  let app: FastifyInstance;
-  let key: string;
-  const redisNs = testQueuePrefix();
-
-  beforeAll(async () => {
-    t = await createTestDb();
-    app = await startTestApi({ databaseUrl: t.url, prefix: redisNs.prefix });
-    key = (await newAccount(t.db, 1_000)).api_key;
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await t?.drop();
-    await redisNs.cleanup();
-  });
+  const api = useTestApi({ credits: 1_000 });
 
   it.each(CASES)('%s', async (_, body, expected) => {
-    const res = await postJson(app, '/v1/contact', key, body);
+    const res = await postJson(api.app, '/v1/contact', api.key, body);
     expect(res.status).toBe(expected.status);
     if (expected.message) expect(res.body).toEqual({ code: expected.status, message: expected.message });
     else expect(res.body.contact).toMatchObject({ created: true, id: expect.any(String) });
@@ -130,11 +112,11 @@ describe('POST /v1/contact', () => {
     });
     expect(splitFullName('Madonna')).toEqual({ salutation: null, first: 'Madonna', last: null });
     expect(splitFullName('Mr')).toEqual({ salutation: null, first: 'Mr', last: null });
-    const res = await postJson(app, '/v1/contact', key, {
+    const res = await postJson(api.app, '/v1/contact', api.key, {
       full_name: 'Mrs  Emma   Peel',
       email: 'emma@example.com',
     });
-    const row = await t.db
+    const row = await api.t.db
       .selectFrom('contacts')
       .select(['first_name', 'last_name', 'data'])
       .where('uid', '=', (res.body.contact as { id: string }).id)
@@ -143,9 +125,12 @@ describe('POST /v1/contact', () => {
   });
 
   it('an email the account already has creates nothing and returns the existing id (also at once)', async () => {
-    const first = await postJson(app, '/v1/contact', key, { full_name: 'Kim Lee', email: 'kim@example.com' });
+    const first = await postJson(api.app, '/v1/contact', api.key, {
+      full_name: 'Kim Lee',
+      email: 'kim@example.com',
+    });
     const id = (first.body.contact as { id: string }).id;
-    const again = await postJson(app, '/v1/contact', key, {
+    const again = await postJson(api.app, '/v1/contact', api.key, {
       full_name: 'Kim Lee-Park',
       email: 'KIM@example.com',
     });
@@ -153,7 +138,7 @@ describe('POST /v1/contact', () => {
     expect(again.body.contact).toEqual({ created: false, id });
     const racing = await Promise.all(
       Array.from({ length: 5 }, () =>
-        postJson(app, '/v1/contact', key, { full_name: 'Max Roe', email: 'max@example.com' }),
+        postJson(api.app, '/v1/contact', api.key, { full_name: 'Max Roe', email: 'max@example.com' }),
       ),
     );
     const contacts = racing.map((r) => r.body.contact as { created: boolean; id: string });
@@ -162,9 +147,12 @@ describe('POST /v1/contact', () => {
   });
 
   it('contacts are private to their account: another account creates its own', async () => {
-    const other = (await newAccount(t.db, 10)).api_key;
-    const mine = await postJson(app, '/v1/contact', key, { full_name: 'Sam Poe', email: 'sam@example.com' });
-    const theirs = await postJson(app, '/v1/contact', other, {
+    const other = (await newAccount(api.t.db, 10)).api_key;
+    const mine = await postJson(api.app, '/v1/contact', api.key, {
+      full_name: 'Sam Poe',
+      email: 'sam@example.com',
+    });
+    const theirs = await postJson(api.app, '/v1/contact', other, {
       full_name: 'Sam Poe',
       email: 'sam@example.com',
     });
@@ -173,9 +161,9 @@ describe('POST /v1/contact', () => {
   });
 
   it('a spent account gets 402 and creates nothing', async () => {
-    const spent = (await newAccount(t.db, 1)).api_key;
-    expect((await postJson(app, '/v1/contact', spent, { full_name: 'One Only' })).status).toBe(200);
-    const refused = await postJson(app, '/v1/contact', spent, {
+    const spent = (await newAccount(api.t.db, 1)).api_key;
+    expect((await postJson(api.app, '/v1/contact', spent, { full_name: 'One Only' })).status).toBe(200);
+    const refused = await postJson(api.app, '/v1/contact', spent, {
       full_name: 'Too Many',
       email: 'late@example.com',
     });
@@ -183,7 +171,7 @@ describe('POST /v1/contact', () => {
       code: 402,
       message: 'Payment Required: Data credits exhausted for this period',
     });
-    const stored = await t.db
+    const stored = await api.t.db
       .selectFrom('contacts')
       .select('uid')
       .where('email_key', '=', 'late@example.com')
@@ -192,9 +180,9 @@ describe('POST /v1/contact', () => {
   });
 
   it('refuses other content types (415) and bodies over 16 KiB (413)', async () => {
-    const text = await app.inject({
+    const text = await api.app.inject({
       method: 'POST',
-      url: `/v1/contact?api_key=${key}`,
+      url: `/v1/contact?api_key=${api.key}`,
       headers: { 'content-type': 'text/plain' },
       payload: 'full_name=A B',
     });
@@ -203,14 +191,17 @@ describe('POST /v1/contact', () => {
       code: 415,
       message: 'Unsupported Media Type: Content-Type must be application/json',
     });
-    const form = await app.inject({
+    const form = await api.app.inject({
       method: 'POST',
-      url: `/v1/contact?api_key=${key}`,
+      url: `/v1/contact?api_key=${api.key}`,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       payload: 'full_name=A+B',
     });
     expect(form.statusCode).toBe(415);
-    const big = await postJson(app, '/v1/contact', key, { full_name: 'A B', line1: 'x'.repeat(17 * 1024) });
+    const big = await postJson(api.app, '/v1/contact', api.key, {
+      full_name: 'A B',
+      line1: 'x'.repeat(17 * 1024),
+    });
     expect(big).toMatchObject({
       status: 413,
       body: { code: 413, message: 'Payload Too Large: request body is too large' },

@@ -1,40 +1,28 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newAccount, SUFFIX, startTestApi } from './support/api.js';
-import { createTestDb, type TestDb } from './support/db.js';
+import { describe, expect, it } from 'vitest';
+import { newAccount, SUFFIX, useTestApi } from './support/api.js';
 import { importFeed } from './support/import.js';
-import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 
 /** Conditional reads (issue 13): strong ETags, 304 for a current tag, free and not counted. */
-
-let t: TestDb;
-let app: FastifyInstance;
-const redis = testQueuePrefix();
 
 const ORG = `/v1/org/quayside-hardware.${SUFFIX}`;
 const LIST = `${ORG}/locations`;
 const LOCATION = `/v1/location/quayside-hardware-scarborough.loc.${SUFFIX}`;
 const DEFAULT_LOCATION = `/v1/location/quayside-hardware-whitby.loc.${SUFFIX}`;
 
-beforeAll(async () => {
-  t = await createTestDb();
-  await importFeed(t.db, 'registrar', 'samples/registrar-sample.csv');
-  await importFeed(t.db, 'locations', 'samples/locations-sample.csv');
-  app = await startTestApi({ databaseUrl: t.url, prefix: redis.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await redis.cleanup();
-  await t?.drop();
+const api = useTestApi({
+  seed: async (t) => {
+    await importFeed(t.db, 'registrar', 'samples/registrar-sample.csv');
+    await importFeed(t.db, 'locations', 'samples/locations-sample.csv');
+  },
 });
 
 async function read(url: string, apiKey: string | undefined, ifNoneMatch?: string) {
   const sep = url.includes('?') ? '&' : '?';
-  const res = await app.inject({
+  const res = await api.app.inject({
     method: 'GET',
     url: apiKey === undefined ? url : `${url}${sep}api_key=${encodeURIComponent(apiKey)}`,
     headers: ifNoneMatch === undefined ? {} : { 'if-none-match': ifNoneMatch },
@@ -51,7 +39,7 @@ const used = async (apiKey: string) => {
 
 describe('conditional reads', () => {
   it('every 200 of the three reads carries a strong ETag, the same for the same body', async () => {
-    const { api_key } = await newAccount(t.db);
+    const { api_key } = await newAccount(api.t.db);
     for (const url of [ORG, LIST, LOCATION, `${LIST}?limit=1&offset=1`]) {
       const a = await read(url, api_key);
       const b = await read(url, api_key);
@@ -72,7 +60,7 @@ describe('conditional reads', () => {
   });
 
   it('If-None-Match with the current tag: 304, empty body, no credit, not counted; stale tag: 200', async () => {
-    const { api_key } = await newAccount(t.db, 100);
+    const { api_key } = await newAccount(api.t.db, 100);
     for (const url of [ORG, LIST, LOCATION]) {
       const first = await read(url, api_key);
       const etag = first.headers.etag as string;
@@ -97,7 +85,7 @@ describe('conditional reads', () => {
   });
 
   it('authentication comes first: a bad or missing key with a current tag is 403, never 304', async () => {
-    const { api_key } = await newAccount(t.db);
+    const { api_key } = await newAccount(api.t.db);
     const etag = (await read(ORG, api_key)).headers.etag as string;
     for (const key of [undefined, 'bzk_not-a-key', `bzk_${'A'.repeat(43)}`]) {
       const res = await read(ORG, key, etag);
@@ -107,7 +95,7 @@ describe('conditional reads', () => {
   });
 
   it('a 304 is free even when the period is spent (the 200 is a 402)', async () => {
-    const { api_key } = await newAccount(t.db, 1);
+    const { api_key } = await newAccount(api.t.db, 1);
     const etag = (await read(ORG, api_key)).headers.etag as string;
     expect((await read(ORG, api_key)).statusCode).toBe(402);
     expect((await read(ORG, api_key, etag)).statusCode).toBe(304);
@@ -115,7 +103,7 @@ describe('conditional reads', () => {
   });
 
   it('conditional requests with stale tags take credits exactly: 60 at once on 20 credits, 20 served', async () => {
-    const { api_key } = await newAccount(t.db, 20);
+    const { api_key } = await newAccount(api.t.db, 20);
     const results = await Promise.all(
       Array.from({ length: 60 }, (_, i) => read(i % 2 ? ORG : LOCATION, api_key, '"stale"')),
     );
@@ -125,13 +113,13 @@ describe('conditional reads', () => {
   });
 
   it('unknown domains are 404 whatever the If-None-Match', async () => {
-    const { api_key } = await newAccount(t.db);
+    const { api_key } = await newAccount(api.t.db);
     const res = await read(`/v1/org/no-such-org.${SUFFIX}`, api_key, '*');
     expect(res.statusCode).toBe(404);
   });
 
   it('an import that changes a Location changes its tag, its list page tag, and no other', async () => {
-    const { api_key } = await newAccount(t.db);
+    const { api_key } = await newAccount(api.t.db);
     const tags = async () => ({
       org: (await read(ORG, api_key)).headers.etag,
       list: (await read(LIST, api_key)).headers.etag,
@@ -140,11 +128,11 @@ describe('conditional reads', () => {
     });
     const before = await tags();
     // Re-importing the same sheet changes nothing, so no tag moves.
-    await importFeed(t.db, 'locations', 'samples/locations-sample.csv');
+    await importFeed(api.t.db, 'locations', 'samples/locations-sample.csv');
     expect(await tags()).toEqual(before);
 
     // This sheet changes Scarborough's Saturday hours only (not the default Location).
-    await importFeed(t.db, 'locations', 'test/fixtures/locations-en-gb-changed.csv');
+    await importFeed(api.t.db, 'locations', 'test/fixtures/locations-en-gb-changed.csv');
     const after = await tags();
     expect(after.location).not.toBe(before.location);
     expect(after.list).not.toBe(before.list);
@@ -158,16 +146,16 @@ describe('conditional reads', () => {
   });
 
   it('a registrar import that renames an Org changes its tag', async () => {
-    const { api_key } = await newAccount(t.db);
+    const { api_key } = await newAccount(api.t.db);
     const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-etag-'));
     try {
       const file = path.join(dir, 'registrar.csv');
       writeFileSync(file, registrarCsv([registrarFields('55555555', 'ETAG TEST LTD')]));
-      await importFeed(t.db, 'registrar', file, { country: 'GB' });
+      await importFeed(api.t.db, 'registrar', file, { country: 'GB' });
       const url = `/v1/org/etag-test-ltd.${SUFFIX}`;
       const before = (await read(url, api_key)).headers.etag as string;
       writeFileSync(file, registrarCsv([registrarFields('55555555', 'ETAG TEST RENAMED LTD')]));
-      await importFeed(t.db, 'registrar', file, { country: 'GB' });
+      await importFeed(api.t.db, 'registrar', file, { country: 'GB' });
       const res = await read(url, api_key, before);
       expect(res.statusCode).toBe(200);
       expect(res.json().org.name).toBe('ETAG TEST RENAMED LTD');
@@ -178,7 +166,7 @@ describe('conditional reads', () => {
   });
 
   it('the OpenAPI document shows the ETag header, If-None-Match and the 304', async () => {
-    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const doc = (await api.app.inject({ method: 'GET', url: '/openapi.json' })).json();
     for (const p of ['/v1/org/{domain}', '/v1/org/{domain}/locations', '/v1/location/{domain}']) {
       const op = doc.paths[p].get;
       expect(op.responses['200'].headers.ETag).toBeDefined();

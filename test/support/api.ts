@@ -2,14 +2,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll } from 'vitest';
 import { createAccount, type NewAccount } from '../../api/accounts/account.service.js';
 import { buildApp } from '../../api/app.js';
 import { loadConfig } from '../../shared/config.js';
 import type { Db } from '../../shared/db.js';
+import { createTestDb, type TestDb } from './db.js';
 import { TEST_REDIS_URL } from './env.js';
 import { importFeed } from './import.js';
 import { meiliEnv, testIndexName } from './meili.js';
 import { registrarCsv, registrarFields } from './registrar-csv.js';
+import { testQueuePrefix } from './redis.js';
 
 export const SUFFIX = 'bizdir.test';
 
@@ -39,6 +42,53 @@ export async function startTestApi(opts: TestApiOptions): Promise<FastifyInstanc
   const app = await buildApp({ config, ...(opts.clock ? { clock: opts.clock } : {}) });
   if (opts.ready !== false) await app.ready();
   return app;
+}
+
+export interface TestApi {
+  /** The test's own database. */
+  t: TestDb;
+  app: FastifyInstance;
+  /** Its Redis namespace (testQueuePrefix().prefix), for a second app on the same data. */
+  prefix: string;
+  /** The api_key of an account made after the app (only with `credits`). */
+  key: string;
+}
+
+/**
+ * The setup most API tests share: in beforeAll a database of their own, `seed` (records loaded
+ * through the importers), the app on it and, with `credits`, an account; in afterAll the app closed,
+ * the database dropped and the Redis namespace cleaned. The fields are set once beforeAll has run.
+ */
+export function useTestApi(
+  options: {
+    seed?: (t: TestDb) => Promise<void>;
+    credits?: number;
+    app?: Omit<TestApiOptions, 'databaseUrl' | 'prefix'>;
+  } = {},
+): TestApi {
+  const redis = testQueuePrefix();
+  const api = { prefix: redis.prefix } as TestApi;
+  beforeAll(async () => {
+    api.t = await createTestDb();
+    await options.seed?.(api.t);
+    api.app = await startTestApi({ ...options.app, databaseUrl: api.t.url, prefix: redis.prefix });
+    if (options.credits !== undefined) api.key = (await newAccount(api.t.db, options.credits)).api_key;
+  });
+  afterAll(async () => {
+    await api.app?.close();
+    await api.t?.drop();
+    await redis.cleanup();
+  });
+  return api;
+}
+
+/** Polls until `check` passes; recovery is asserted, its speed is not. */
+export async function eventually(check: () => Promise<boolean>, attempts = 100): Promise<boolean> {
+  for (let i = 0; i < attempts; i++) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
 }
 
 export function newAccount(db: Db, credits = 1_000, anchorDate = '2026-01-15'): Promise<NewAccount> {
