@@ -1,12 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { get, keysOf, newAccount, postJson, startTestApi } from './support/api.js';
-import { createTestDb, type TestDb } from './support/db.js';
+import { describe, expect, it } from 'vitest';
+import { get, keysOf, postJson, useTestApi } from './support/api.js';
 import { importFeed } from './support/import.js';
-import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 
 // Field lists written out from business-directory-api.md and DECISIONS.md (not from the code).
@@ -176,49 +173,38 @@ const LOCATIONS_CSV = [
 ].join('\n');
 
 describe('API contract (records loaded through the real importers)', () => {
-  let t: TestDb;
-  let app: FastifyInstance;
-  let key: string;
-  const redis = testQueuePrefix();
-
-  beforeAll(async () => {
-    t = await createTestDb();
-    const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-api-'));
-    const registrar = path.join(dir, 'registrar.csv');
-    writeFileSync(
-      registrar,
-      registrarCsv([
-        registrarFields('09876543', 'HARBOUR LIGHT ANALYTICS LIMITED', {
-          'RegAddress.AddressLine1': '2ND FLOOR, 7 QUAY STREET',
-          'RegAddress.PostTown': 'BRISTOL',
-          'RegAddress.PostCode': 'BS1 4DB',
-        }),
-        registrarFields('01234567', 'ACME WIDGETS LTD'),
-      ]),
-    );
-    await importFeed(t.db, 'registrar', registrar, { country: 'GB' });
-    const locations = path.join(dir, 'locations.csv');
-    writeFileSync(locations, LOCATIONS_CSV);
-    await importFeed(t.db, 'locations', locations, { country: 'GB' });
-    // A rename: the Org keeps its stable domain; its old public domain still resolves.
-    writeFileSync(registrar, registrarCsv([registrarFields('01234567', 'ACME GADGETS LTD')]));
-    await importFeed(t.db, 'registrar', registrar, { country: 'GB' });
-    rmSync(dir, { recursive: true, force: true });
-    app = await startTestApi({ databaseUrl: t.url, prefix: redis.prefix });
-    key = (await newAccount(t.db)).api_key;
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await t?.drop();
-    await redis.cleanup();
+  const api = useTestApi({
+    seed: async (t) => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-api-'));
+      const registrar = path.join(dir, 'registrar.csv');
+      writeFileSync(
+        registrar,
+        registrarCsv([
+          registrarFields('09876543', 'HARBOUR LIGHT ANALYTICS LIMITED', {
+            'RegAddress.AddressLine1': '2ND FLOOR, 7 QUAY STREET',
+            'RegAddress.PostTown': 'BRISTOL',
+            'RegAddress.PostCode': 'BS1 4DB',
+          }),
+          registrarFields('01234567', 'ACME WIDGETS LTD'),
+        ]),
+      );
+      await importFeed(t.db, 'registrar', registrar, { country: 'GB' });
+      const locations = path.join(dir, 'locations.csv');
+      writeFileSync(locations, LOCATIONS_CSV);
+      await importFeed(t.db, 'locations', locations, { country: 'GB' });
+      // A rename: the Org keeps its stable domain; its old public domain still resolves.
+      writeFileSync(registrar, registrarCsv([registrarFields('01234567', 'ACME GADGETS LTD')]));
+      await importFeed(t.db, 'registrar', registrar, { country: 'GB' });
+      rmSync(dir, { recursive: true, force: true });
+    },
+    credits: 1_000,
   });
 
   it('GET /v1/org/{domain}: every field of the Org, with the registered address', async () => {
     const { status, body, headers } = await get(
-      app,
+      api.app,
       '/v1/org/harbour-light-analytics-limited.bizdir.test',
-      key,
+      api.key,
     );
     expect(status).toBe(200);
     expect(keysOf(body)).toEqual(['org', 'request']);
@@ -242,25 +228,25 @@ describe('API contract (records loaded through the real importers)', () => {
     expect(org.locations.default.org_domain).toBe(org.domain);
 
     // The stable domain, in any case, names the same Org.
-    const byStable = await get(app, `/v1/org/${org.domain.toUpperCase()}`, key);
+    const byStable = await get(api.app, `/v1/org/${org.domain.toUpperCase()}`, api.key);
     expect(byStable.status).toBe(200);
     expect((byStable.body.org as { domain: string }).domain).toBe(org.domain);
   });
 
   it('GET /v1/org/{domain}: an Org without Locations has locations.default null; old public domains resolve', async () => {
-    const renamed = await get(app, '/v1/org/acme-gadgets-ltd.bizdir.test', key);
+    const renamed = await get(api.app, '/v1/org/acme-gadgets-ltd.bizdir.test', api.key);
     expect(renamed.status).toBe(200);
     const org = renamed.body.org as OrgBody;
     expectOrg(org);
     expect(org.locations).toEqual({ count: 0, default: null });
     expect(org.version_number).toBe(2);
-    const old = await get(app, '/v1/org/acme-widgets-ltd.bizdir.test', key);
+    const old = await get(api.app, '/v1/org/acme-widgets-ltd.bizdir.test', api.key);
     expect(old.status).toBe(200);
     expect((old.body.org as { domain: string }).domain).toBe(org.domain);
   });
 
   it('GET /v1/org/{domain}: an Org with no registrar record shows its default Location address', async () => {
-    const { status, body } = await get(app, '/v1/org/corner-cafe.bizdir.test', key);
+    const { status, body } = await get(api.app, '/v1/org/corner-cafe.bizdir.test', api.key);
     expect(status).toBe(200);
     const org = body.org as OrgBody;
     expectOrg(org);
@@ -270,7 +256,7 @@ describe('API contract (records loaded through the real importers)', () => {
   });
 
   it('GET /v1/org/{domain}/locations: default first, then by name; exact total under pagination', async () => {
-    const all = await get(app, '/v1/org/harbour-light-analytics-limited.bizdir.test/locations', key);
+    const all = await get(api.app, '/v1/org/harbour-light-analytics-limited.bizdir.test/locations', api.key);
     expect(all.status).toBe(200);
     expect(keysOf(all.body)).toEqual(['locations', 'request']);
     const list = all.body.locations as { total: number; results: LocationBody[] };
@@ -281,38 +267,38 @@ describe('API contract (records loaded through the real importers)', () => {
     expectRequest(all.body.request as Record<string, unknown>);
 
     const page = await get(
-      app,
+      api.app,
       '/v1/org/harbour-light-analytics-limited.bizdir.test/locations?limit=1&offset=1',
-      key,
+      api.key,
     );
     const second = page.body.locations as { total: number; results: { domain: string }[] };
     expect(second.total).toBe(2);
     expect(second.results.map((l) => l.domain)).toEqual([list.results[1]!.domain]);
 
     const bad = await get(
-      app,
+      api.app,
       '/v1/org/harbour-light-analytics-limited.bizdir.test/locations?limit=101',
-      key,
+      api.key,
     );
     expect(bad).toMatchObject({
       status: 400,
       body: { code: 400, message: 'Bad Request: limit must be an integer between 1 and 100' },
     });
     const window = await get(
-      app,
+      api.app,
       '/v1/org/harbour-light-analytics-limited.bizdir.test/locations?offset=9950&limit=100',
-      key,
+      api.key,
     );
     expect(window.body).toEqual({ code: 400, message: 'Bad Request: offset + limit must be at most 10000' });
-    const none = await get(app, '/v1/org/no-such-org.bizdir.test/locations', key);
+    const none = await get(api.app, '/v1/org/no-such-org.bizdir.test/locations', api.key);
     expect(none.body).toEqual({ code: 404, message: 'Not Found: No Org exists for this domain' });
   });
 
   it('GET /v1/location/{domain}: every field, by stable and by public domain', async () => {
-    const list = await get(app, '/v1/org/harbour-light-analytics-limited.bizdir.test/locations', key);
+    const list = await get(api.app, '/v1/org/harbour-light-analytics-limited.bizdir.test/locations', api.key);
     const first = (list.body.locations as { results: LocationBody[] }).results[0]!;
     for (const domain of [first.domain, first.public_domain]) {
-      const { status, body } = await get(app, `/v1/location/${domain}`, key);
+      const { status, body } = await get(api.app, `/v1/location/${domain}`, api.key);
       expect(status).toBe(200);
       expect(keysOf(body)).toEqual(['location', 'request']);
       expectLocation(body.location as Record<string, unknown>);
@@ -321,18 +307,18 @@ describe('API contract (records loaded through the real importers)', () => {
     }
     expect(first.hours.normal.length).toBeGreaterThan(0);
     expect(first.links.website_url).toMatch(/^https:\/\/hla\.example/);
-    const none = await get(app, '/v1/location/zzzzzzzz.loc.gb.bizdir.test', key);
+    const none = await get(api.app, '/v1/location/zzzzzzzz.loc.gb.bizdir.test', api.key);
     expect(none.body).toEqual({ code: 404, message: 'Not Found: No Location exists for this domain' });
     const wrongSuffix = await get(
-      app,
+      api.app,
       `/v1/location/${first.domain.replace('bizdir.test', 'example.com')}`,
-      key,
+      api.key,
     );
     expect(wrongSuffix.status).toBe(404);
   });
 
   it('POST /v1/contact: {contact: {created, id}, request}', async () => {
-    const { status, body } = await postJson(app, '/v1/contact', key, {
+    const { status, body } = await postJson(api.app, '/v1/contact', api.key, {
       full_name: 'Ada Lovelace',
       email: 'ada@example.com',
     });
@@ -344,7 +330,7 @@ describe('API contract (records loaded through the real importers)', () => {
   });
 
   it('serves the OpenAPI document with every endpoint, and /docs', async () => {
-    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+    const doc = (await api.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
       paths: Record<string, object>;
     };
     expect(Object.keys(doc.paths)).toEqual(
@@ -355,7 +341,7 @@ describe('API contract (records loaded through the real importers)', () => {
         '/v1/contact',
       ]),
     );
-    const docs = await app.inject({ method: 'GET', url: '/docs' });
+    const docs = await api.app.inject({ method: 'GET', url: '/docs' });
     expect([200, 302]).toContain(docs.statusCode);
   });
 });
