@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { get, importOneOrg, newAccount, startTestApi } from './support/api.js';
+import { creditsUsed, get, importOneOrg, newAccount, startTestApi } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
@@ -40,15 +40,7 @@ describe('data credits', () => {
     return a;
   };
   const meta = (body: Record<string, unknown>) => body.request as Meta;
-  const ledger = async (subscriptionUid: string) => {
-    const rows = await t.db
-      .selectFrom('usage_periods')
-      .innerJoin('subscriptions', 'subscriptions.id', 'usage_periods.subscription_id')
-      .select('usage_periods.used')
-      .where('subscriptions.uid', '=', subscriptionUid.replace(/^sub_/, ''))
-      .execute();
-    return rows.reduce((n, r) => n + r.used, 0);
-  };
+  const ledger = (subscriptionId: string) => creditsUsed(t.db, subscriptionId);
 
   beforeAll(async () => {
     t = await createTestDb();

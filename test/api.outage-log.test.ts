@@ -4,7 +4,7 @@ import { buildApp } from '../api/app.js';
 import { ensureOrgIndex } from '../search/meili-client.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { get, importOneOrg, newAccount } from './support/api.js';
+import { eventually, get, importOneOrg, newAccount } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
@@ -12,14 +12,6 @@ import { testQueuePrefix } from './support/redis.js';
 import { hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
 
 /** Lost connections (issue 13): logged once per outage, with the recovery, not once per request. */
-
-async function eventually(check: () => Promise<boolean>, attempts = 100): Promise<boolean> {
-  for (let i = 0; i < attempts; i++) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
-}
 
 describe('outage logging', () => {
   let t: TestDb;

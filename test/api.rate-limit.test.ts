@@ -1,9 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../api/accounts/account.service.js';
 import { parseRateLimit } from '../bin/commands/accounts.js';
-import { get, importOneOrg, startTestApi } from './support/api.js';
+import { creditsUsed, get, importOneOrg, useTestApi } from './support/api.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
@@ -51,15 +50,7 @@ describe('rate limits across two API processes', { timeout: 120_000 }, () => {
   const servers: Served[] = [];
   const redisNs = testQueuePrefix();
 
-  const ledger = async (subscriptionId: string) => {
-    const rows = await t.db
-      .selectFrom('usage_periods')
-      .innerJoin('subscriptions', 'subscriptions.id', 'usage_periods.subscription_id')
-      .select('usage_periods.used')
-      .where('subscriptions.uid', '=', subscriptionId.replace(/^sub_/, ''))
-      .execute();
-    return rows.reduce((n, r) => n + r.used, 0);
-  };
+  const ledger = (subscriptionId: string) => creditsUsed(t.db, subscriptionId);
 
   beforeAll(async () => {
     t = await createTestDb();
@@ -164,63 +155,54 @@ describe('rate limits across two API processes', { timeout: 120_000 }, () => {
 });
 
 describe('rate limits in one process', () => {
-  let t: TestDb;
-  let app: FastifyInstance;
   let orgPath: string;
-  const redisNs = testQueuePrefix();
-
-  beforeAll(async () => {
-    t = await createTestDb();
-    orgPath = `/v1/org/${await importOneOrg(t.db)}`;
-    app = await startTestApi({ databaseUrl: t.url, prefix: redisNs.prefix });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.drop();
-    await redisNs.cleanup();
+  const api = useTestApi({
+    seed: async (t) => {
+      orgPath = `/v1/org/${await importOneOrg(t.db)}`;
+    },
   });
 
   it('a new window starts when the old one ends', async () => {
-    const { api_key } = await createAccount(t.db, {
+    const { api_key } = await createAccount(api.t.db, {
       name: 'Short window',
       credits: 100,
       anchorDate: '2026-01-01',
       rateLimit: { max: 2, windowSeconds: 1 },
     });
-    expect((await get(app, orgPath, api_key)).status).toBe(200);
-    expect((await get(app, orgPath, api_key)).status).toBe(200);
-    const refused = await get(app, orgPath, api_key);
+    expect((await get(api.app, orgPath, api_key)).status).toBe(200);
+    expect((await get(api.app, orgPath, api_key)).status).toBe(200);
+    const refused = await get(api.app, orgPath, api_key);
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe('1');
     await new Promise((r) => setTimeout(r, 1100));
-    const again = await get(app, orgPath, api_key);
+    const again = await get(api.app, orgPath, api_key);
     expect(again.status).toBe(200);
     expect(again.headers['ratelimit-remaining']).toBe('1');
   });
 
   it('errors, 404s and 304s count against the limit; a bad key is 403 and counts nothing', async () => {
-    const { api_key } = await createAccount(t.db, {
+    const { api_key } = await createAccount(api.t.db, {
       name: 'Counting',
       credits: 100,
       anchorDate: '2026-01-01',
       rateLimit: { max: 4, windowSeconds: 60 },
     });
-    const first = await get(app, orgPath, api_key);
+    const first = await get(api.app, orgPath, api_key);
     const etag = first.headers.etag as string;
-    const missing = await get(app, '/v1/org/no-such-org.bizdir.test', api_key);
+    const missing = await get(api.app, '/v1/org/no-such-org.bizdir.test', api_key);
     expect(missing.status).toBe(404);
     expect(missing.headers['ratelimit-remaining']).toBe('2');
-    const cached = await app.inject({
+    const cached = await api.app.inject({
       method: 'GET',
       url: `${orgPath}?api_key=${api_key}`,
       headers: { 'if-none-match': etag },
     });
     expect(cached.statusCode).toBe(304);
     expect(cached.headers['ratelimit-remaining']).toBe('1');
-    expect((await get(app, orgPath, `bzk_${'B'.repeat(43)}`)).status).toBe(403);
-    expect((await get(app, orgPath, api_key)).headers['ratelimit-remaining']).toBe('0');
+    expect((await get(api.app, orgPath, `bzk_${'B'.repeat(43)}`)).status).toBe(403);
+    expect((await get(api.app, orgPath, api_key)).headers['ratelimit-remaining']).toBe('0');
     // Over the limit, a current tag gets the 429, not a 304.
-    const over = await app.inject({
+    const over = await api.app.inject({
       method: 'GET',
       url: `${orgPath}?api_key=${api_key}`,
       headers: { 'if-none-match': etag },

@@ -11,8 +11,8 @@ import { createTestDb, type TestDb } from './db.js';
 import { TEST_REDIS_URL } from './env.js';
 import { importFeed } from './import.js';
 import { meiliEnv, testIndexName } from './meili.js';
-import { registrarCsv, registrarFields } from './registrar-csv.js';
 import { testQueuePrefix } from './redis.js';
+import { registrarCsv, registrarFields } from './registrar-csv.js';
 
 export const SUFFIX = 'bizdir.test';
 
@@ -61,19 +61,21 @@ export interface TestApi {
  */
 export function useTestApi(
   options: {
-    seed?: (t: TestDb) => Promise<void>;
+    seed?: (t: TestDb, prefix: string) => Promise<void>;
     credits?: number;
     app?: Omit<TestApiOptions, 'databaseUrl' | 'prefix'>;
+    /** For beforeAll, when `seed` is long. */
+    timeoutMs?: number;
   } = {},
 ): TestApi {
   const redis = testQueuePrefix();
   const api = { prefix: redis.prefix } as TestApi;
   beforeAll(async () => {
     api.t = await createTestDb();
-    await options.seed?.(api.t);
+    await options.seed?.(api.t, redis.prefix);
     api.app = await startTestApi({ ...options.app, databaseUrl: api.t.url, prefix: redis.prefix });
     if (options.credits !== undefined) api.key = (await newAccount(api.t.db, options.credits)).api_key;
-  });
+  }, options.timeoutMs);
   afterAll(async () => {
     await api.app?.close();
     await api.t?.drop();
@@ -111,6 +113,17 @@ export async function postJson(app: FastifyInstance, path: string, apiKey: strin
     payload: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers };
+}
+
+/** Data credits the Postgres ledger has charged a subscription (`sub_…` or its uid), all periods. */
+export async function creditsUsed(db: Db, subscriptionId: string): Promise<number> {
+  const rows = await db
+    .selectFrom('usage_periods')
+    .innerJoin('subscriptions', 'subscriptions.id', 'usage_periods.subscription_id')
+    .select('usage_periods.used')
+    .where('subscriptions.uid', '=', subscriptionId.replace(/^sub_/, ''))
+    .execute();
+  return rows.reduce((n, r) => n + r.used, 0);
 }
 
 /** Field names of an object, sorted: compared with lists written out from the spec. */
