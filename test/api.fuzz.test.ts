@@ -1,18 +1,15 @@
 import { STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FastifyInstance } from 'fastify';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../api/accounts/account.service.js';
 import { ensureOrgIndex } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
-import { newAccount, SUFFIX, startTestApi } from './support/api.js';
-import { createTestDb, type TestDb } from './support/db.js';
+import { creditsUsed, newAccount, SUFFIX, useTestApi } from './support/api.js';
 import { type FuzzRequest, fuzzRequests, type Operation, operationsOf } from './support/fuzz-requests.js';
 import { importFeed } from './support/import.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
 import { parseResponse, type RawResponse, rawExchange } from './support/raw-http.js';
-import { testQueuePrefix } from './support/redis.js';
 
 /**
  * Seeded fuzz test: thousands of hostile requests (test/support/fuzz-requests.ts) against every route
@@ -37,9 +34,6 @@ const INTERNALS: RegExp[] = [
   /kysely|postgres|\bpg\b|meilisearch|ioredis|bullmq|\bajv\b|typebox|fastify|papaparse/i,
   /ECONNREFUSED|ETIMEDOUT|"statusCode"|"stack"|"error":/,
 ];
-
-let t: TestDb;
-let app: FastifyInstance;
 let meili: Meilisearch;
 let port: number;
 let validKey: string;
@@ -47,57 +41,53 @@ let revokedKey: string;
 let subscriptionUid: string;
 let ops: Operation[];
 let domains: string[];
-const redisNs = testQueuePrefix();
 const indexUid = testIndexName('fuzz');
 
-beforeAll(async () => {
-  t = await createTestDb();
-  await importFeed(t.db, 'registrar', 'samples/registrar-sample.csv');
-  await importFeed(t.db, 'locations', 'samples/locations-sample.csv');
-  meili = testMeiliClient();
-  await ensureOrgIndex(meili, indexUid);
-  await syncOutbox({ db: t.db, meili, indexUid });
-  app = await startTestApi({ databaseUrl: t.url, prefix: redisNs.prefix, meiliIndex: indexUid });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  port = (app.server.address() as AddressInfo).port;
+const api = useTestApi({
+  seed: async (t) => {
+    await importFeed(t.db, 'registrar', 'samples/registrar-sample.csv');
+    await importFeed(t.db, 'locations', 'samples/locations-sample.csv');
+    meili = testMeiliClient();
+    await ensureOrgIndex(meili, indexUid);
+    await syncOutbox({ db: t.db, meili, indexUid });
+  },
+  app: { meiliIndex: indexUid },
+  timeoutMs: 120_000,
+});
 
-  const account = await newAccount(t.db, 1_000_000);
+afterAll(async () => {
+  await meili?.deleteIndexIfExists(indexUid);
+});
+
+beforeAll(async () => {
+  await api.app.listen({ host: '127.0.0.1', port: 0 });
+  port = (api.app.server.address() as AddressInfo).port;
+
+  const account = await newAccount(api.t.db, 1_000_000);
   validKey = account.api_key;
   subscriptionUid = account.subscription_id.replace(/^sub_/, '');
-  const revoked = await newAccount(t.db, 1_000_000);
+  const revoked = await newAccount(api.t.db, 1_000_000);
   revokedKey = revoked.api_key;
-  await revokeKey(t.db, app.redis, redisNs.prefix, revoked.key_prefix);
+  await revokeKey(api.t.db, api.app.redis, api.prefix, revoked.key_prefix);
 
   // The routes come from the app's own OpenAPI document: a new route is fuzzed without a change here.
-  ops = operationsOf((await app.inject({ method: 'GET', url: '/openapi.json' })).json());
+  ops = operationsOf((await api.app.inject({ method: 'GET', url: '/openapi.json' })).json());
   domains = await knownDomains();
 }, 120_000);
 
-afterAll(async () => {
-  await app?.close();
-  await meili?.deleteIndexIfExists(indexUid);
-  await t?.drop();
-  await redisNs.cleanup();
-});
-
 async function knownDomains(): Promise<string[]> {
-  const orgs = await t.db.selectFrom('orgs').select(['uid', 'domain_cc', 'public_slug']).execute();
-  const locations = await t.db.selectFrom('locations').select(['uid', 'domain_cc', 'public_slug']).execute();
+  const orgs = await api.t.db.selectFrom('orgs').select(['uid', 'domain_cc', 'public_slug']).execute();
+  const locations = await api.t.db
+    .selectFrom('locations')
+    .select(['uid', 'domain_cc', 'public_slug'])
+    .execute();
   return [
     ...orgs.flatMap((o) => [`${o.uid}.${o.domain_cc}.${SUFFIX}`, `${o.public_slug}.${SUFFIX}`]),
     ...locations.flatMap((l) => [`${l.uid}.loc.${l.domain_cc}.${SUFFIX}`, `${l.public_slug}.loc.${SUFFIX}`]),
   ];
 }
 
-async function chargedCredits(): Promise<number> {
-  const rows = await t.db
-    .selectFrom('usage_periods')
-    .innerJoin('subscriptions', 'subscriptions.id', 'usage_periods.subscription_id')
-    .select('usage_periods.used')
-    .where('subscriptions.uid', '=', subscriptionUid)
-    .execute();
-  return rows.reduce((n, r) => n + r.used, 0);
-}
+const chargedCredits = () => creditsUsed(api.t.db, subscriptionUid);
 
 interface Outcome {
   request: FuzzRequest;
@@ -244,6 +234,6 @@ describe(`API fuzz (seed ${SEED}, ${RUNS} requests)`, () => {
     }
     // JSON bodies with `__proto__` keys polluted nothing in this (the server's) process.
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect((await api.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   }, 120_000);
 });
