@@ -13,18 +13,26 @@ import {
 
 export type LocationRef = Extract<DomainRef, { kind: 'location' | 'location-public' }>;
 
+/**
+ * Matches a Location by stable domain, current public domain, or any public domain it held before.
+ * The public case is a union of two index lookups, not `public_slug = $1 or id in (...)`, which
+ * Postgres can answer only by scanning locations (as in shared/org-domains.ts for Orgs).
+ */
 function matchesRef(eb: ExpressionBuilder<Database, 'locations'>, ref: LocationRef) {
   if (ref.kind === 'location') {
     return eb.and([eb('locations.uid', '=', ref.uid), eb('locations.domain_cc', '=', ref.cc)]);
   }
-  return eb.or([
-    eb('locations.public_slug', '=', ref.slug),
-    eb(
-      'locations.id',
-      'in',
-      eb.selectFrom('location_public_domains').select('location_id').where('slug', '=', ref.slug),
-    ),
-  ]);
+  const holders = eb
+    .selectFrom('locations as now')
+    .select('now.id as location_id')
+    .where('now.public_slug', '=', ref.slug)
+    .union(
+      eb
+        .selectFrom('location_public_domains')
+        .select('location_public_domains.location_id')
+        .where('location_public_domains.slug', '=', ref.slug),
+    );
+  return eb('locations.id', 'in', eb.selectFrom(holders.as('h')).select('h.location_id'));
 }
 
 const LOCATION_COLUMNS = [
