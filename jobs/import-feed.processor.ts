@@ -35,7 +35,7 @@ export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => as
     );
     return progressOf(run);
   } catch (error) {
-    // Shutdown (issue 6): the run stopped between batches. Back to the wait list without using up an
+    // Shutdown: the run stopped between batches. Back to the wait list without using up an
     // attempt; the next worker resumes it from its checkpoint.
     if (error instanceof ImportInterruptedError && token) {
       logger.info('handed back at shutdown; another worker resumes it from its checkpoint');

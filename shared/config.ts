@@ -3,7 +3,7 @@ import Value from 'typebox/value';
 
 /**
  * Configuration is read from the environment once, validated against one schema, and frozen.
- * A bad value stops start-up with one message naming the variable (DECISIONS.md, Configuration).
+ * A bad value stops start-up with one message naming the variable (docs/decisions.md, Configuration).
  */
 const Env = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),

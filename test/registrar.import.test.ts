@@ -186,7 +186,7 @@ describe('registrar import', () => {
     ]);
   });
 
-  it('a company twice in one file (different batches): the last row wins, and the same file again writes nothing (issue 14)', async () => {
+  it('a company twice in one file (different batches): the last row wins, and the same file again writes nothing', async () => {
     const rows = [
       registrarFields('00000001', 'FIRST LTD', {
         'RegAddress.PostTown': 'OLD TOWN',

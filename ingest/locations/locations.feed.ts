@@ -5,7 +5,7 @@ import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed
 import { matchLocationHeaders } from './locations.headers.js';
 import { type LocationRecord, LocationsLoader } from './locations.loader.js';
 
-/** The location feed: business-profile bulk-upload sheets (FEEDS.md section 2). */
+/** The location feed: business-profile bulk-upload sheets (docs/feeds.md section 2). */
 export const locationsFeed: FeedHandler<LocationRecord> = {
   feed: 'locations',
 
