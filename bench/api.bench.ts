@@ -172,9 +172,9 @@ try {
   writeFileSync(sheet, `${lines.join('\n')}\n`);
   const t = Date.now();
   const registrar = await createRun(db, { feed: 'registrar', source: file, options: { country: 'GB' } });
-  await runImport({ db }, registrar.id);
+  await runImport({ db, config: { domainSuffix: SUFFIX } }, registrar.id);
   const locationRun = await createRun(db, { feed: 'locations', source: sheet, options: {} });
-  await runImport({ db }, locationRun.id);
+  await runImport({ db, config: { domainSuffix: SUFFIX } }, locationRun.id);
   const registered = await db
     .selectFrom('orgs')
     .select(['uid', 'domain_cc'])

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
+import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { writeRegistrarFile } from './registrar-generate.js';
 
@@ -20,6 +21,7 @@ const ADMIN = process.env.PROFILE_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1
 const steps = (process.env.PROFILE_STEPS ?? 'first,again,changed').split(',');
 const LANES = Number(process.env.PROFILE_LANES ?? 2);
 const dbName = `bizdir_profile_${process.pid}`;
+const config = loadConfig();
 const url = new URL(ADMIN);
 url.pathname = `/${dbName}`;
 
@@ -56,7 +58,7 @@ try {
     });
     const t = performance.now();
     const cpu = process.cpuUsage();
-    const done = await runImport({ db, mergeLanes: LANES }, run.id);
+    const done = await runImport({ db, config, mergeLanes: LANES }, run.id);
     const ms = performance.now() - t;
     const used = process.cpuUsage(cpu);
     // The parts' read + stage phase ends at the last part's finish; the merge and settle follow.

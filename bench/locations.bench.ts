@@ -16,6 +16,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createRun } from '../ingest/import-runs.repository.js';
 import { runImport } from '../ingest/run-import.js';
+import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { HEADER, row } from './location-sheet.js';
 
@@ -97,7 +98,7 @@ async function main(): Promise<void> {
     await writeSheet(file);
     const size = (await fs.stat(file)).size;
     console.log(`sheet: ${ROWS} rows, ${ORGS} Orgs, ${(size / 2 ** 20).toFixed(1)} MiB (${file})`);
-    const deps = { db: handle.db, ...(BATCH ? { batchSize: BATCH } : {}) };
+    const deps = { db: handle.db, config: loadConfig(), ...(BATCH ? { batchSize: BATCH } : {}) };
     const phases: [string, number][] = [];
     for (const label of ['first import', 'unchanged re-import']) {
       const run = await createRun(handle.db, { feed: 'locations', source: file, options: { full: false } });

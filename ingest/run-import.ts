@@ -8,6 +8,7 @@ import {
   type BatchContext,
   type BatchOutcome,
   type BatchRow,
+  type FeedConfig,
   type FeedHandler,
   type MergeOutcome,
   MergeRaceError,
@@ -59,6 +60,8 @@ const MERGE_LANES = 2;
  */
 export interface RunImportDeps {
   db: Db;
+  /** From the process's configuration, read once at start-up (the worker's, or a tool's own). */
+  config: FeedConfig;
   logger?: Logger;
   /** Called after each committed batch (and once at the end) with the run's counters. */
   onProgress?: (progress: ImportProgress) => void | Promise<void>;
@@ -546,7 +549,7 @@ async function readSource(
       batchSize: deps.batchSize ?? IMPORT_BATCH_SIZE,
       deferFields: handler.recognizesRows === true,
     });
-    const prepared = handler.prepare(csv.header, run.options, csv.headerRaw);
+    const prepared = handler.prepare(csv.header, run.options, csv.headerRaw, deps.config);
     const ctx = { runId: run.id, partNo: part.part_no, options: run.options };
     const skip = part.checkpoint_rows;
     let seen = 0;

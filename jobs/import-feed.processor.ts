@@ -30,7 +30,14 @@ export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => as
   };
   try {
     const run = await runImport(
-      { db: deps.db, logger, onProgress, onBatchCommitted: deps.orgsChanged, ...(signal ? { signal } : {}) },
+      {
+        db: deps.db,
+        config: deps.config,
+        logger,
+        onProgress,
+        onBatchCommitted: deps.orgsChanged,
+        ...(signal ? { signal } : {}),
+      },
       runId,
     );
     return progressOf(run);
