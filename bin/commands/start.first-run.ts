@@ -4,9 +4,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAccount } from '../../api/accounts/account.service.js';
 import { apiKeyPrefix, hashApiKey, hashesEqual } from '../../api/credits/api-key.js';
-import { hasImportRuns } from '../../api/read-models/import-runs.read-model.js';
-import { pendingIndexChanges } from '../../api/read-models/search-outbox.read-model.js';
-import { findLiveKeyByPrefix } from '../../api/repositories/api-key.repository.js';
+import { findLiveKeyByPrefix } from '../../api/credits/api-key.repository.js';
+import { hasImportRuns } from '../../api/ops/import-runs.read-model.js';
+import { pendingIndexChanges } from '../../api/ops/search-outbox.read-model.js';
 import { feedHandler } from '../../ingest/feeds.js';
 import {
   createImportRun,
