@@ -14,7 +14,7 @@ import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createRun } from '../ingest/import-runs.repository.js';
+import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
@@ -102,7 +102,11 @@ async function main(): Promise<void> {
     const deps = { db: handle.db, config: loadConfig(), ...(BATCH ? { batchSize: BATCH } : {}) };
     const phases: [string, number][] = [];
     for (const label of ['first import', 'unchanged re-import']) {
-      const run = await createRun(handle.db, { feed: 'locations', source: file, options: { full: false } });
+      const run = await createImportRun(handle.db, {
+        feed: 'locations',
+        parts: [{ source: file, entry: null }],
+        options: { full: false },
+      });
       const pgBefore = postgresCpuSeconds();
       const { result, seconds, peakMb, cpuSeconds } = await measured(() => runImport(deps, run.id));
       const pgAfter = postgresCpuSeconds();

@@ -3,8 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createImportRun, partsOf } from '../ingest/import-run.js';
-import { createRun, getRun } from '../ingest/import-runs.repository.js';
+import { createImportRun, getRun, partsOf } from '../ingest/import-run.js';
 import { ImportFailedError, runImport, runPart, settleRun } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
@@ -417,9 +416,9 @@ describe('registrar import', () => {
     try {
       const reference = await importFeed(clean.db, 'registrar', source, { batchSize: 4 });
       // The same file, but the process "dies" after the third committed batch.
-      const created = await createRun(t.db, {
+      const created = await createImportRun(t.db, {
         feed: 'registrar',
-        source,
+        parts: [{ source, entry: null }],
         options: { country: 'GB', full: false },
       });
       let batches = 0;
