@@ -118,6 +118,22 @@ describe('registrar import', () => {
     }
   });
 
+  it('gives an Org stored without a registered address (an older version wrote it) one on its next change', async () => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    await sql`update orgs set registered_address_id = null, content_hash = 'stale' where registration_number = '07687209'`.execute(
+      t.db,
+    );
+    const run = await importFeed(t.db, 'registrar', 'test/fixtures/registrar-small-changed-address.csv');
+    expect(run).toMatchObject({ inserted: 0, updated: 1, unchanged: 7 });
+    const { rows } = await sql<{ line1: string | null; v: number; av: number }>`
+      select a.line1, o.version_number as v, a.version_number as av
+      from orgs o join addresses a on a.id = o.registered_address_id
+      where o.registration_number = '07687209'`.execute(t.db);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ v: 2, av: 1 });
+    expect(rows[0]!.line1).toBeTruthy();
+  });
+
   it('bumps only the Org when only Org fields change, and keeps the old public domain after a rename', async () => {
     const one = (fields: RegistrarFields, name = 'ACME WIDGETS LTD') =>
       registrarCsv([registrarFields('07687209', name, fields)]);
