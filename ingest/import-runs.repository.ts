@@ -15,28 +15,20 @@ import type { Db } from '../shared/db.js';
 export type ImportRun = Omit<Selectable<ImportRunsTable>, 'options'> & { options: ImportOptionsJson };
 export type ImportPart = Selectable<ImportRunPartsTable>;
 
-export interface BatchCounts {
-  rows_read: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  rejected: number;
-  warnings: number;
-  duplicates: number;
-}
+/** The counter columns a batch adds to (on the run's row and its part's). */
+const COUNT_COLUMNS = [
+  'rows_read',
+  'inserted',
+  'updated',
+  'unchanged',
+  'rejected',
+  'warnings',
+  'duplicates',
+] as const;
+export type BatchCounts = Record<(typeof COUNT_COLUMNS)[number], number>;
 
 /** The options column is jsonb; pg parses it, only its declared type needs the nudge. */
 const asRun = <T>(row: T) => row as unknown as ImportRun;
-
-export const ZERO_COUNTS: BatchCounts = {
-  rows_read: 0,
-  inserted: 0,
-  updated: 0,
-  unchanged: 0,
-  rejected: 0,
-  warnings: 0,
-  duplicates: 0,
-};
 
 export async function createRun(
   db: Db | Transaction<Database>,
@@ -61,6 +53,69 @@ export async function createRun(
     .returningAll()
     .executeTakeFirstOrThrow();
   return asRun(row);
+}
+
+/** The fingerprint of the source as the schedule's last successful run read it. */
+export async function lastSuccessfulFingerprint(db: Db, scheduleName: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('import_runs')
+    .select('source_fingerprint')
+    .where('schedule_name', '=', scheduleName)
+    .where('status', '=', 'succeeded')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.source_fingerprint ?? null;
+}
+
+/**
+ * The run of one schedule slot. The unique (schedule_name, scheduled_for) index makes this the one
+ * place where a slot seen twice (two workers, a retried job, a scheduler re-created after a Redis
+ * flush) still yields one run: the second insert does nothing and the first run is returned.
+ */
+export async function insertScheduledRun(
+  db: Db,
+  input: {
+    feed: ImportFeed;
+    source: string;
+    options: ImportOptionsJson;
+    scheduleName: string;
+    slot: Date;
+    fingerprint: string | null;
+    status: 'queued' | 'skipped';
+  },
+): Promise<{ id: number; status: ImportRun['status']; created: boolean }> {
+  const now = new Date();
+  const skipped = input.status === 'skipped';
+  const inserted = await db
+    .insertInto('import_runs')
+    .values({
+      feed: input.feed,
+      source: input.source,
+      options: JSON.stringify(input.options) as never,
+      status: input.status,
+      schedule_name: input.scheduleName,
+      scheduled_for: input.slot,
+      source_fingerprint: input.fingerprint,
+      ...(skipped ? { started_at: now, finished_at: now } : {}),
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['schedule_name', 'scheduled_for'])
+        .where('schedule_name', 'is not', null)
+        .where('scheduled_for', 'is not', null)
+        .doNothing(),
+    )
+    .returning(['id', 'status'])
+    .executeTakeFirst();
+  if (inserted) return { ...inserted, created: true };
+  const existing = await db
+    .selectFrom('import_runs')
+    .select(['id', 'status'])
+    .where('schedule_name', '=', input.scheduleName)
+    .where('scheduled_for', '=', input.slot)
+    .executeTakeFirstOrThrow();
+  return { ...existing, created: false };
 }
 
 export async function setRunJobId(db: Db, id: number, jobId: string): Promise<void> {

@@ -6,7 +6,7 @@ import { newAccount, SUFFIX, useTestApi } from './support/api.js';
 import { importFeed } from './support/import.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 
-/** Conditional reads (issue 13): strong ETags, 304 for a current tag, free and not counted. */
+/** Conditional reads: strong ETags, 304 for a current tag, free and not counted. */
 
 const ORG = `/v1/org/quayside-hardware.${SUFFIX}`;
 const LIST = `${ORG}/locations`;

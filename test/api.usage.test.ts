@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { createKey, revokeKey } from '../api/accounts/account.service.js';
 import { get, importOneOrg, newAccount, useTestApi } from './support/api.js';
 
-/** GET /v1/usage (issue 13): free, never counted, right when the period's credits are spent. */
+/**
+ * GET /v1/usage: free, never counted, right when the period's credits are spent (an account that ran
+ * out must still be able to see where it stands).
+ */
 let orgPath: string;
 const now = new Date('2026-03-10T12:00:00Z');
 

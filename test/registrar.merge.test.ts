@@ -3,11 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRun, getRun, type ImportRun } from '../ingest/import-runs.repository.js';
+import { createImportRun, getRun, type ImportRun } from '../ingest/import-run.js';
 import { createStage, dropStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { runImport } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
+import { FEED_CONFIG } from './support/import.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
 
@@ -39,8 +40,15 @@ async function clear(db: Db) {
 }
 
 async function run(db: Db, source: string, deps: { mergeLanes: number; mergeChunk: number }) {
-  const created = await createRun(db, { feed: 'registrar', source, options: { country: 'GB', full: false } });
-  return { id: created.id, done: () => runImport({ db, batchSize: 7, ...deps }, created.id) };
+  const created = await createImportRun(db, {
+    feed: 'registrar',
+    parts: [{ source, entry: null }],
+    options: { country: 'GB', full: false },
+  });
+  return {
+    id: created.id,
+    done: () => runImport({ db, config: FEED_CONFIG, batchSize: 7, ...deps }, created.id),
+  };
 }
 
 const counts = (r: ImportRun) => [r.rows_read, r.inserted, r.updated, r.unchanged, r.duplicates];
@@ -121,7 +129,7 @@ describe('register merge in lanes', () => {
         select count(*) as n from orgs where registration_number <= ${after}`.execute(t.db);
       expect(Number(upto[0]!.n)).toBe(Number(after));
       await sql`insert into fail_flag values (true)`.execute(t.db);
-      const resumed = await runImport({ db: t.db, mergeLanes: 3, mergeChunk: 4 }, r.id);
+      const resumed = await runImport({ db: t.db, config: FEED_CONFIG, mergeLanes: 3, mergeChunk: 4 }, r.id);
       expect(counts(resumed)).toEqual(counts(reference));
       expect(await registerState(t.db)).toEqual(await registerState(clean.db));
     } finally {

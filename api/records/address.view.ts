@@ -5,7 +5,7 @@ import type { AddressRecord } from './records.js';
 
 export type AddressView = Static<typeof AddressSchema>;
 
-/** An unknown address is still an object (DECISIONS.md): every member null. */
+/** An unknown address is still an object (docs/decisions.md, Response shape): every member null. */
 export const EMPTY_ADDRESS: AddressView = Object.freeze({
   domain: null,
   line1: null,

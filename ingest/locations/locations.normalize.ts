@@ -5,7 +5,7 @@ import { countryOf, ISO_SHAPE, sheetText as text } from './locations.key.js';
 import { regionOf } from './locations.regions.js';
 
 /**
- * One sheet row into a Location patch. Partial sheets (FEEDS.md): a field is `undefined` when its
+ * One sheet row into a Location patch. Partial sheets (docs/feeds.md section 2): a field is `undefined` when its
  * column is absent (the stored value stays), `null` when the column is there but empty (cleared).
  * Pure: the loader merges the patch with what is stored.
  */
@@ -44,7 +44,7 @@ export interface LocationPatch {
   logo_url?: string | null;
 }
 
-/** How the row names its Org (DECISIONS.md); only non-empty cells are kept. */
+/** How the row names its Org (docs/decisions.md, Records from the feeds); only non-empty cells are kept. */
 export interface OrgRef {
   orgDomain?: string;
   companyNumber?: string;
