@@ -1,13 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { copyInto, copyLine } from '../../shared/pg-copy.js';
-import type {
-  AddressContent,
-  EncodedLocation,
-  LocationContent,
-  StoredAddress,
-  StoredLocation,
-} from './locations.records.js';
+import type { AddressContent, EncodedLocation, LocationContent } from './locations.records.js';
 
 /**
  * Set-based writes for the location feed: each function is one statement over a whole batch (keys
@@ -16,78 +10,6 @@ import type {
  */
 
 type Trx = Transaction<Database>;
-
-/** What a sheet row first needs of its stored Location: enough to see that it is unchanged. */
-export interface LocationState {
-  id: number;
-  org_id: number;
-  code: string;
-  source_fingerprint: string | null;
-  closed_date: string | null;
-  last_run_id: number | null;
-}
-
-/** A stored Location about to be merged with a sheet row (see readLocations). */
-export interface ExistingLocation extends LocationState {
-  domain_cc: string;
-  content_hash: string;
-  public_slug: string;
-  address_id: number | null;
-  address_hash: string | null;
-  stored: StoredLocation;
-  storedAddress: StoredAddress;
-}
-
-/**
- * The stored Locations for (org, code) keys, slim: in a re-import most rows match their
- * fingerprint and need nothing more, and every column read back costs parsing in the client.
- */
-export async function findLocationStates(
-  trx: Trx,
-  keys: { orgId: number; code: string }[],
-): Promise<LocationState[]> {
-  if (keys.length === 0) return [];
-  const { rows } = await sql<LocationState>`
-    select l.id, l.org_id, l.code, l.source_fingerprint, l.closed_date, l.last_run_id
-    from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
-    join locations l on l.org_id = k.org_id and l.code = k.code`.execute(trx);
-  return rows;
-}
-
-/** The rest of those Locations that rows must be merged with, including the stored columns a partial sheet leaves. */
-export async function readLocations(
-  trx: Trx,
-  states: readonly LocationState[],
-  read: { location: readonly (keyof StoredLocation)[]; address: readonly (keyof StoredAddress)[] },
-): Promise<ExistingLocation[]> {
-  if (states.length === 0) return [];
-  const extra = [
-    ...read.location.map((c) => sql`l.${sql.ref(c)} as ${sql.ref(`l_${c}`)}`),
-    ...read.address.map((c) => sql`a.${sql.ref(c)} as ${sql.ref(`a_${c}`)}`),
-  ];
-  const { rows } = await sql<Record<string, unknown>>`
-    select l.id, l.domain_cc, l.content_hash, l.public_slug, l.address_id,
-      a.content_hash as address_hash ${extra.length > 0 ? sql`, ${sql.join(extra)}` : sql``}
-    from locations l left join addresses a on a.id = l.address_id
-    where l.id = any(${states.map((s) => s.id)}::bigint[])`.execute(trx);
-  const stateById = new Map(states.map((s) => [s.id, s]));
-  return rows.map((r) => {
-    const stored: Record<string, unknown> = {};
-    for (const c of read.location) stored[c] = r[`l_${c}`];
-    const storedAddress: Record<string, unknown> = {};
-    for (const c of read.address) storedAddress[c] = r[`a_${c}`];
-    return {
-      ...stateById.get(r.id as number)!,
-      domain_cc: r.domain_cc as string,
-      content_hash: r.content_hash as string,
-      public_slug: r.public_slug as string,
-      address_id: r.address_id as number | null,
-      address_hash: r.address_hash as string | null,
-      stored: stored as StoredLocation,
-      storedAddress: storedAddress as StoredAddress,
-    };
-  });
-}
 
 /**
  * Takes `n` ids from the locations and the addresses identity sequences (one round trip). Rows are
@@ -336,23 +258,6 @@ export async function storeFingerprints(
 }
 
 /**
- * `--full`: the Orgs' open Locations whose (org, code) key the run did not record close on the
- * import date (UTC). Refused rows record their key too, so a typo does not close a Location.
- * Returns the Orgs that lost a Location.
- */
-export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
-  if (orgIds.length === 0) return [];
-  const { rows } = await sql<{ org_id: number }>`
-    update locations l set closed_date = (now() at time zone 'UTC')::date,
-      version_number = l.version_number + 1, updated = now(), last_run_id = ${runId}::bigint
-    where l.org_id = any(${orgIds}::bigint[]) and l.closed_date is null
-      and not exists (
-        select 1 from import_run_keys k where k.run_id = ${runId}::bigint and k.key = l.org_id || ':' || l.code)
-    returning l.org_id`.execute(trx);
-  return rows.map((r) => r.org_id);
-}
-
-/**
  * Moves Locations to another Org (a sheet that named its Org by business name now names it by domain,
  * company number or `--org`): same id and stable domain, a version bump (once per run), and no longer
  * a default (the run settles both Orgs' defaults).
@@ -369,70 +274,4 @@ export async function moveLocations(
       updated = now(), last_run_id = ${runId}::bigint
     from unnest(${moves.map((m) => m.id)}::bigint[], ${moves.map((m) => m.orgId)}::bigint[]) as v(id, org_id)
     where l.id = v.id`.execute(trx);
-}
-
-/**
- * `--full` runs: the first row (lowest line) of each Org in this batch; the first batch that names an
- * Org keeps its row (batches come in sheet order, so that is the Org's first row in the sheet).
- */
-export async function recordFirstRows(
-  trx: Trx,
-  runId: number,
-  rows: readonly { orgId: number; code: string; line: number }[],
-): Promise<void> {
-  const first = new Map<number, { orgId: number; code: string; line: number }>();
-  for (const r of rows) {
-    const seen = first.get(r.orgId);
-    if (!seen || r.line < seen.line) first.set(r.orgId, r);
-  }
-  if (first.size === 0) return;
-  const picked = [...first.values()];
-  await sql`
-    insert into import_run_firsts (run_id, org_id, code, line)
-    select ${runId}::bigint, o, c, l
-    from unnest(${picked.map((r) => r.orgId)}::bigint[], ${picked.map((r) => r.code)}::text[],
-      ${picked.map((r) => r.line)}::int[]) as v(o, c, l)
-    on conflict (run_id, org_id) do nothing`.execute(trx);
-}
-
-export async function deleteFirstRows(trx: Trx, runId: number): Promise<void> {
-  await sql`delete from import_run_firsts where run_id = ${runId}::bigint`.execute(trx);
-}
-
-/**
- * Settles each Org's one default Location at the end of a run:
- * 1. after a `--full` sheet, the Org's first open Location in that sheet (the sheet is its whole
- *    list, so its order counts);
- * 2. else the current default, while it is open (a partial sheet does not move it);
- * 3. else the Org's open Location created first (ids follow sheet order).
- * A Location whose `default` flips is a changed record, bumped once: not again if this run already
- * wrote it. Unset first, then set, so the one-default-per-Org index never sees two.
- */
-export async function settleDefaults(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
-  if (orgIds.length === 0) return [];
-  const { rows: wanted } = await sql<{ id: number }>`
-    with orgs(id) as (select unnest(${orgIds}::bigint[])),
-    open_locations as (select l.id, l.org_id, l.code, l.is_default from locations l
-      where l.org_id = any(${orgIds}::bigint[]) and l.closed_date is null),
-    firsts as (select o.org_id, o.id from import_run_firsts f
-      join open_locations o on o.org_id = f.org_id and o.code = f.code where f.run_id = ${runId}::bigint),
-    current_default as (select org_id, id from open_locations where is_default),
-    earliest as (select org_id, min(id) as id from open_locations group by org_id)
-    select coalesce(f.id, c.id, e.id) as id from orgs
-      left join firsts f on f.org_id = orgs.id left join current_default c on c.org_id = orgs.id
-      left join earliest e on e.org_id = orgs.id
-    where coalesce(f.id, c.id, e.id) is not null`.execute(trx);
-  const want = wanted.map((r) => r.id);
-  const bump = sql`version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
-    updated = case when l.last_run_id = ${runId}::bigint then l.updated else now() end,
-    last_run_id = ${runId}::bigint`;
-  const unset = await sql<{ org_id: number }>`
-    update locations l set is_default = false, ${bump}
-    where l.org_id = any(${orgIds}::bigint[]) and l.is_default and l.id <> all(${want}::bigint[])
-    returning l.org_id`.execute(trx);
-  const set = await sql<{ org_id: number }>`
-    update locations l set is_default = true, ${bump}
-    where l.id = any(${want}::bigint[]) and not l.is_default
-    returning l.org_id`.execute(trx);
-  return [...unset.rows, ...set.rows].map((r) => r.org_id);
 }
