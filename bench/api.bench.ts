@@ -7,7 +7,7 @@ import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createAccount } from '../api/accounts/account.service.js';
-import { createRun } from '../ingest/import-runs.repository.js';
+import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { HEADER, row } from './location-sheet.js';
@@ -171,9 +171,17 @@ try {
   for (let i = 0; i < LOCATION_ROWS; i++) lines.push(row(i, LOCATION_ORGS));
   writeFileSync(sheet, `${lines.join('\n')}\n`);
   const t = Date.now();
-  const registrar = await createRun(db, { feed: 'registrar', source: file, options: { country: 'GB' } });
+  const registrar = await createImportRun(db, {
+    feed: 'registrar',
+    parts: [{ source: file, entry: null }],
+    options: { country: 'GB' },
+  });
   await runImport({ db }, registrar.id);
-  const locationRun = await createRun(db, { feed: 'locations', source: sheet, options: {} });
+  const locationRun = await createImportRun(db, {
+    feed: 'locations',
+    parts: [{ source: sheet, entry: null }],
+    options: {},
+  });
   await runImport({ db }, locationRun.id);
   const registered = await db
     .selectFrom('orgs')

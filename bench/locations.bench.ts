@@ -14,7 +14,7 @@ import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createRun } from '../ingest/import-runs.repository.js';
+import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { HEADER, row } from './location-sheet.js';
@@ -100,7 +100,11 @@ async function main(): Promise<void> {
     const deps = { db: handle.db, ...(BATCH ? { batchSize: BATCH } : {}) };
     const phases: [string, number][] = [];
     for (const label of ['first import', 'unchanged re-import']) {
-      const run = await createRun(handle.db, { feed: 'locations', source: file, options: { full: false } });
+      const run = await createImportRun(handle.db, {
+        feed: 'locations',
+        parts: [{ source: file, entry: null }],
+        options: { full: false },
+      });
       const pgBefore = postgresCpuSeconds();
       const { result, seconds, peakMb, cpuSeconds } = await measured(() => runImport(deps, run.id));
       const pgAfter = postgresCpuSeconds();

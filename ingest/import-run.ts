@@ -60,6 +60,14 @@ export async function createImportRun(
   });
 }
 
+/**
+ * Records the run of one schedule slot: `queued`, or `skipped` (settled at once) when the source is
+ * unchanged since the schedule's last successful run. A slot seen twice yields one run
+ * (`created: false` the second time).
+ */
+export const createScheduledRun = repo.insertScheduledRun;
+export const lastSuccessfulFingerprint = repo.lastSuccessfulFingerprint;
+
 export const getRun = repo.getRun;
 export const getPart = repo.getPart;
 export const listRuns = repo.listRuns;
@@ -210,6 +218,18 @@ const duration = (from: unknown, to: unknown): number | null => {
   return Date.parse(b) - Date.parse(a);
 };
 
+/** A run row's counts, as every view of a run (the CLI, `--json`, job progress) shows them. */
+export const runCounts = (run: ImportRun): RunCounts => ({
+  rowsRead: run.rows_read,
+  inserted: run.inserted,
+  updated: run.updated,
+  unchanged: run.unchanged,
+  rejected: run.rejected,
+  warnings: run.warnings,
+  duplicates: run.duplicates,
+  closed: run.closed,
+});
+
 export function runView(run: ImportRun, parts: readonly ImportPart[]): RunView {
   const totals = parts.map((p) => p.bytes_total);
   const known = totals.length > 0 && totals.every((t) => t !== null);
@@ -220,16 +240,7 @@ export function runView(run: ImportRun, parts: readonly ImportPart[]): RunView {
     options: run.options,
     source: run.source,
     error: run.error,
-    counts: {
-      rowsRead: run.rows_read,
-      inserted: run.inserted,
-      updated: run.updated,
-      unchanged: run.unchanged,
-      rejected: run.rejected,
-      warnings: run.warnings,
-      duplicates: run.duplicates,
-      closed: run.closed,
-    },
+    counts: runCounts(run),
     bytesRead: parts.reduce((n, p) => n + Number(p.bytes_read), 0),
     bytesTotal: known ? totals.reduce<number>((n, t) => n + Number(t), 0) : null,
     merged: Number(run.merged_rows),
@@ -294,22 +305,25 @@ export function percentOf(view: RunView, staged: boolean): number | null {
 /**
  * Waits until the run settles, calling `onTick` with its view every `pollMs`. `jobFailed` (optional)
  * says why the run's job failed for good without the run recording it (stalled too often), or null.
+ * With `timeoutMs`, gives up after that long and returns the run as it then is (not settled).
  */
 export async function waitForRun(
   db: Db,
   runId: number,
   opts: {
     pollMs?: number;
+    timeoutMs?: number;
     onTick?: (view: RunView) => void;
     jobFailed?: () => Promise<string | null>;
   } = {},
 ): Promise<RunView> {
+  const deadline = opts.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + opts.timeoutMs;
   let polls = 0;
   for (;;) {
     const view = await viewRun(db, runId);
     if (!view) throw new Error(`import run ${runId} disappeared`);
     opts.onTick?.(view);
-    if (isSettled(view.status)) return view;
+    if (isSettled(view.status) || Date.now() >= deadline) return view;
     if (opts.jobFailed && ++polls % 6 === 0) {
       const reason = await opts.jobFailed();
       if (reason !== null) {

@@ -63,6 +63,69 @@ export async function createRun(
   return asRun(row);
 }
 
+/** The fingerprint of the source as the schedule's last successful run read it. */
+export async function lastSuccessfulFingerprint(db: Db, scheduleName: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('import_runs')
+    .select('source_fingerprint')
+    .where('schedule_name', '=', scheduleName)
+    .where('status', '=', 'succeeded')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.source_fingerprint ?? null;
+}
+
+/**
+ * The run of one schedule slot. The unique (schedule_name, scheduled_for) index makes this the one
+ * place where a slot seen twice (two workers, a retried job, a scheduler re-created after a Redis
+ * flush) still yields one run: the second insert does nothing and the first run is returned.
+ */
+export async function insertScheduledRun(
+  db: Db,
+  input: {
+    feed: ImportFeed;
+    source: string;
+    options: ImportOptionsJson;
+    scheduleName: string;
+    slot: Date;
+    fingerprint: string | null;
+    status: 'queued' | 'skipped';
+  },
+): Promise<{ id: number; status: ImportRun['status']; created: boolean }> {
+  const now = new Date();
+  const skipped = input.status === 'skipped';
+  const inserted = await db
+    .insertInto('import_runs')
+    .values({
+      feed: input.feed,
+      source: input.source,
+      options: JSON.stringify(input.options) as never,
+      status: input.status,
+      schedule_name: input.scheduleName,
+      scheduled_for: input.slot,
+      source_fingerprint: input.fingerprint,
+      ...(skipped ? { started_at: now, finished_at: now } : {}),
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['schedule_name', 'scheduled_for'])
+        .where('schedule_name', 'is not', null)
+        .where('scheduled_for', 'is not', null)
+        .doNothing(),
+    )
+    .returning(['id', 'status'])
+    .executeTakeFirst();
+  if (inserted) return { ...inserted, created: true };
+  const existing = await db
+    .selectFrom('import_runs')
+    .select(['id', 'status'])
+    .where('schedule_name', '=', input.scheduleName)
+    .where('scheduled_for', '=', input.slot)
+    .executeTakeFirstOrThrow();
+  return { ...existing, created: false };
+}
+
 export async function setRunJobId(db: Db, id: number, jobId: string): Promise<void> {
   await db.updateTable('import_runs').set({ job_id: jobId }).where('id', '=', id).execute();
 }

@@ -34,7 +34,9 @@ import {
   noteRunRetry,
   partLocation,
   partsOf,
+  type RunCounts,
   restartPart,
+  runCounts,
   startPart,
   startRun,
   succeedPart,
@@ -76,17 +78,9 @@ export interface RunImportDeps {
   signal?: AbortSignal;
 }
 
-export interface ImportProgress {
+export interface ImportProgress extends RunCounts {
   runId: number;
   status: ImportRun['status'];
-  rowsRead: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  rejected: number;
-  warnings: number;
-  duplicates: number;
-  closed: number;
   bytesRead: number;
   bytesTotal: number | null;
 }
@@ -110,14 +104,7 @@ export class ImportFailedError extends Error {
 export const progressOf = (run: ImportRun): ImportProgress => ({
   runId: run.id,
   status: run.status,
-  rowsRead: run.rows_read,
-  inserted: run.inserted,
-  updated: run.updated,
-  unchanged: run.unchanged,
-  rejected: run.rejected,
-  warnings: run.warnings,
-  duplicates: run.duplicates,
-  closed: run.closed,
+  ...runCounts(run),
   bytesRead: run.bytes_read,
   bytesTotal: run.bytes_total,
 });

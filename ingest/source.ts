@@ -6,12 +6,13 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createGunzip } from 'node:zlib';
 import yauzl from 'yauzl';
+import { looksLikeZip, openRemoteZip, probeRanges } from './remote-zip.js';
 
 /**
- * Opens a feed source (local path or http(s) URL; plain CSV, `.gz` or `.zip` holding one CSV) as one
- * stream of CSV bytes. Everything streams: memory does not grow with the file. The one exception is
- * a zip behind a URL: a zip's directory sits at its end, so it is downloaded to a temporary file
- * first (removed by close()).
+ * Opens a feed source (local path or http(s) URL; plain CSV, `.gz` or `.zip`, one CSV of a zip) as
+ * one stream of CSV bytes. Everything streams: memory does not grow with the file. A zip behind a
+ * URL is read in place with range requests (remote-zip.ts); from a server without them it is
+ * downloaded to a temporary file first (removed by close()), since a zip's directory sits at its end.
  */
 export interface FeedSource {
   /** Decompressed CSV bytes. */
@@ -105,12 +106,31 @@ export async function openSource(location: string, options: OpenOptions = {}): P
 }
 
 /**
- * The CSV entries of a local zip, in name order, when it holds more than one (a run makes one part
- * of each); an empty list for anything else (a CSV, a .gz, a zip of one CSV).
+ * The CSV entries of a zip, local or behind a URL, in name order, when it holds more than one (a run
+ * makes one part of each); an empty list for anything else (a CSV, a .gz, a zip of one CSV). A
+ * remote zip is listed with range requests; from a server without them it is downloaded to list it.
  */
-export async function csvEntriesOf(file: string): Promise<string[]> {
-  if (isUrl(file) || ((await sniffLocal(file)) ?? kindFromName(file)) !== 'zip') return [];
-  const zip = await openZipFile(file);
+export async function csvEntriesOf(location: string, tmpDir = os.tmpdir()): Promise<string[]> {
+  if (isUrl(location)) return remoteCsvEntries(location, tmpDir);
+  if (((await sniffLocal(location)) ?? kindFromName(location)) !== 'zip') return [];
+  return listCsvEntries(() => openZipFile(location));
+}
+
+/** Only a URL named `.zip` is looked into (a CSV or .gz URL costs no request here). */
+async function remoteCsvEntries(url: string, tmpDir: string): Promise<string[]> {
+  if (kindFromName(new URL(url).pathname) !== 'zip') return [];
+  const remote = await probeRanges(url);
+  if (remote) return looksLikeZip(remote.head) ? listCsvEntries(() => openRemote(url, remote)) : [];
+  const tmp = await download(await fetchOk(url), url, tmpDir);
+  try {
+    return await csvEntriesOf(tmp);
+  } finally {
+    await fs.rm(tmp, { force: true });
+  }
+}
+
+async function listCsvEntries(open: () => Promise<yauzl.ZipFile>): Promise<string[]> {
+  const zip = await open();
   try {
     const names = (await csvEntries(zip)).map((e) => e.fileName).sort();
     return names.length > 1 ? names : [];
@@ -192,14 +212,21 @@ function csvEntries(zip: yauzl.ZipFile): Promise<yauzl.Entry[]> {
   });
 }
 
+function openRemote(url: string, remote: Parameters<typeof openRemoteZip>[0]): Promise<yauzl.ZipFile> {
+  return openRemoteZip(remote).catch((error: unknown) => {
+    throw new SourceError(`${url}: not a readable zip file (${(error as Error).message})`, false);
+  });
+}
+
 async function openZip(
   file: string,
   cleanup: () => Promise<void>,
   wanted: string | null,
+  open: () => Promise<yauzl.ZipFile> = () => openZipFile(file),
 ): Promise<FeedSource> {
   let zip: yauzl.ZipFile | undefined;
   try {
-    zip = await openZipFile(file);
+    zip = await open();
     const all = await csvEntries(zip);
     const entries = wanted === null ? all : all.filter((e) => e.fileName === wanted);
     if (wanted !== null && entries.length === 0)
@@ -255,6 +282,15 @@ async function fetchOk(url: string): Promise<Response> {
 }
 
 async function openUrl(url: string, tmpDir: string, entry: string | null): Promise<FeedSource> {
+  const remote =
+    kindFromName(new URL(url).pathname) === 'zip' || entry !== null ? await probeRanges(url) : null;
+  if (remote && looksLikeZip(remote.head))
+    return openZip(
+      url,
+      async () => {},
+      entry,
+      () => openRemote(url, remote),
+    );
   const response = await fetchOk(url);
   const length = Number(response.headers.get('content-length'));
   const total = Number.isFinite(length) && length > 0 ? length : null;
@@ -268,6 +304,17 @@ async function openUrl(url: string, tmpDir: string, entry: string | null): Promi
   const body = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
   if (kind !== 'zip') return wrap(url, body, total, kind === 'gz', async () => {});
 
+  const tmp = await download(response, url, tmpDir, body);
+  return openLocal(tmp, tmp, entry);
+}
+
+/** Downloads a response body to a temporary file (removed on failure). */
+async function download(
+  response: Response,
+  url: string,
+  tmpDir: string,
+  body = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>),
+): Promise<string> {
   await fs.mkdir(tmpDir, { recursive: true });
   const tmp = path.join(tmpDir, `bizdir-feed-${process.pid}-${Date.now().toString(36)}.zip`);
   try {
@@ -276,5 +323,5 @@ async function openUrl(url: string, tmpDir: string, entry: string | null): Promi
     await fs.rm(tmp, { force: true });
     throw new SourceError(`cannot download ${url}: ${(error as Error).message}`, false);
   }
-  return openLocal(tmp, tmp, entry);
+  return tmp;
 }

@@ -27,7 +27,7 @@ const Env = Type.Object({
   MEILI_INDEX: Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' }),
   /** Folder for local state (embedded services, downloaded feeds). */
   DATA_DIR: Type.String({ minLength: 1 }),
-  /** The API's in-memory cache of rendered Orgs and Locations (api/read-models/record-cache.ts). */
+  /** The API's in-memory cache of rendered Orgs and Locations (api/records/record-cache.ts). */
   RECORD_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
   MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),

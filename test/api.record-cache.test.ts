@@ -8,7 +8,7 @@ import { TEST_PG_ADMIN_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
 
 /**
- * The API's in-memory cache of rendered records (api/read-models/record-cache.ts): never staler than
+ * The API's in-memory cache of rendered records (api/records/record-cache.ts): never staler than
  * Postgres, whatever writes the rows, and reads stay right while its listening connection is away.
  */
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContactBodySchema } from '../api/schemas/contact.schema.js';
+import { ContactBodySchema } from '../api/contacts/contact.schema.js';
 import { ensureOrgIndex } from '../search/meili-client.js';
 import { get, importOneOrg, newAccount, postJson, SUFFIX, startTestApi } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';

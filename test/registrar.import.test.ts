@@ -3,8 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createImportRun, partsOf } from '../ingest/import-run.js';
-import { createRun, getRun } from '../ingest/import-runs.repository.js';
+import { createImportRun, getRun, partsOf } from '../ingest/import-run.js';
 import { ImportFailedError, runImport, runPart, settleRun } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
@@ -117,6 +116,22 @@ describe('registrar import', () => {
         expect(row.u).not.toBe(old.u);
       } else expect(row).toEqual(old);
     }
+  });
+
+  it('gives an Org stored without a registered address (an older version wrote it) one on its next change', async () => {
+    await importFeed(t.db, 'registrar', FIXTURE);
+    await sql`update orgs set registered_address_id = null, content_hash = 'stale' where registration_number = '07687209'`.execute(
+      t.db,
+    );
+    const run = await importFeed(t.db, 'registrar', 'test/fixtures/registrar-small-changed-address.csv');
+    expect(run).toMatchObject({ inserted: 0, updated: 1, unchanged: 7 });
+    const { rows } = await sql<{ line1: string | null; v: number; av: number }>`
+      select a.line1, o.version_number as v, a.version_number as av
+      from orgs o join addresses a on a.id = o.registered_address_id
+      where o.registration_number = '07687209'`.execute(t.db);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ v: 2, av: 1 });
+    expect(rows[0]!.line1).toBeTruthy();
   });
 
   it('bumps only the Org when only Org fields change, and keeps the old public domain after a rename', async () => {
@@ -417,9 +432,9 @@ describe('registrar import', () => {
     try {
       const reference = await importFeed(clean.db, 'registrar', source, { batchSize: 4 });
       // The same file, but the process "dies" after the third committed batch.
-      const created = await createRun(t.db, {
+      const created = await createImportRun(t.db, {
         feed: 'registrar',
-        source,
+        parts: [{ source, entry: null }],
         options: { country: 'GB', full: false },
       });
       let batches = 0;

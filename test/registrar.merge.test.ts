@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRun, getRun, type ImportRun } from '../ingest/import-runs.repository.js';
+import { createImportRun, getRun, type ImportRun } from '../ingest/import-run.js';
 import { createStage, dropStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { runImport } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
@@ -39,7 +39,11 @@ async function clear(db: Db) {
 }
 
 async function run(db: Db, source: string, deps: { mergeLanes: number; mergeChunk: number }) {
-  const created = await createRun(db, { feed: 'registrar', source, options: { country: 'GB', full: false } });
+  const created = await createImportRun(db, {
+    feed: 'registrar',
+    parts: [{ source, entry: null }],
+    options: { country: 'GB', full: false },
+  });
   return { id: created.id, done: () => runImport({ db, batchSize: 7, ...deps }, created.id) };
 }
 

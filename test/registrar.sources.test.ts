@@ -6,7 +6,9 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openSource } from '../ingest/source.js';
+import { createImportRun } from '../ingest/import-run.js';
+import { runImport } from '../ingest/run-import.js';
+import { csvEntriesOf, openSource } from '../ingest/source.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { importFeed } from './support/import.js';
 import { makeZip } from './support/zip.js';
@@ -19,9 +21,21 @@ const file = (name: string, content: Buffer) => {
   return p;
 };
 
+// The register in parts: two CSVs in one zip, each with the header and half the rows.
+const [HEADER, ...ROWS] = CSV.toString('utf8').trimEnd().split('\n');
+const half = Math.ceil(ROWS.length / 2);
+const PART1 = `${HEADER}\n${ROWS.slice(0, half).join('\n')}\n`;
+const PART2 = `${HEADER}\n${ROWS.slice(half).join('\n')}\n`;
+const TWO_PARTS = makeZip([
+  { name: 'BasicCompanyData-part1_2.csv', data: PART1 },
+  { name: 'BasicCompanyData-part2_2.csv', data: PART2 },
+]);
+
 let t: TestDb;
 let server: http.Server;
 let base: string;
+/** What the server answered, for the paths under /ranged/: status and the Range asked for. */
+const served: { status: number; range: string | undefined }[] = [];
 
 beforeAll(async () => {
   t = await createTestDb();
@@ -32,12 +46,32 @@ beforeAll(async () => {
       body: makeZip([{ name: 'BasicCompanyData-part1.csv', data: CSV }]),
       type: 'application/zip',
     },
+    '/parts.zip': { body: TWO_PARTS, type: 'application/zip' },
+    '/ranged/parts.zip': { body: TWO_PARTS, type: 'application/zip' },
   };
+  // Paths under /ranged/ serve byte ranges as a static file server does; the others ignore Range.
   server = http.createServer((req, res) => {
     const f = files[req.url ?? ''];
     if (!f) {
       res.writeHead(404).end('not here');
       return;
+    }
+    const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (req.url?.startsWith('/ranged/')) {
+      served.push({ status: range ? 206 : 200, range: req.headers.range });
+      if (range) {
+        const start = Number(range[1]);
+        const end = Math.min(Number(range[2]), f.body.length - 1);
+        res
+          .writeHead(206, {
+            'content-type': f.type,
+            'content-length': end - start + 1,
+            'content-range': `bytes ${start}-${end}/${f.body.length}`,
+            etag: '"v1"',
+          })
+          .end(f.body.subarray(start, end + 1));
+        return;
+      }
     }
     res.writeHead(200, { 'content-type': f.type, 'content-length': f.body.length }).end(f.body);
   });
@@ -113,6 +147,54 @@ describe('feed sources', () => {
     expect(run.status).toBe('failed');
     expect(run.error).toMatch(reason);
     expect(await loaded()).toBe(0);
+  });
+
+  it('lists and reads the CSVs of a zip URL in place, with range requests (no download)', async () => {
+    served.length = 0;
+    const url = `${base}/ranged/parts.zip`;
+    expect(await csvEntriesOf(url)).toEqual(['BasicCompanyData-part1_2.csv', 'BasicCompanyData-part2_2.csv']);
+    const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-dl-'));
+    const source = await openSource(url, { tmpDir, entry: 'BasicCompanyData-part2_2.csv' });
+    let text = '';
+    for await (const chunk of source.stream) text += chunk.toString('utf8');
+    await source.close();
+    expect(text).toBe(PART2);
+    expect(readdirSync(tmpDir)).toHaveLength(0);
+    // Every answer was a part of the file: the zip was never sent whole.
+    expect(served.length).toBeGreaterThan(0);
+    expect(served.every((s) => s.status === 206 && s.range !== undefined)).toBe(true);
+  });
+
+  it('lists the CSVs of a zip URL from a server without range requests (downloaded, then removed)', async () => {
+    const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-dl-'));
+    expect(await csvEntriesOf(`${base}/parts.zip`, tmpDir)).toEqual([
+      'BasicCompanyData-part1_2.csv',
+      'BasicCompanyData-part2_2.csv',
+    ]);
+    expect(readdirSync(tmpDir)).toHaveLength(0);
+    expect(await csvEntriesOf(`${base}/feed.csv`)).toEqual([]);
+  });
+
+  it.each([
+    ['with range requests', '/ranged/parts.zip'],
+    ['without', '/parts.zip'],
+  ])('imports a zip URL holding several CSVs as one run of one part each (%s)', async (_what, where) => {
+    const url = `${base}${where}`;
+    const entries = await csvEntriesOf(url);
+    const created = await createImportRun(t.db, {
+      feed: 'registrar',
+      parts: entries.map((entry) => ({ source: url, entry })),
+      options: { country: 'GB', full: false },
+    });
+    const run = await runImport({ db: t.db, batchSize: 3 }, created.id);
+    expect(run).toMatchObject({ status: 'succeeded', inserted: 8, rejected: 2 });
+    expect(await loaded()).toBe(8);
+    const parts = await t.db
+      .selectFrom('import_run_parts')
+      .select(['entry', 'status'])
+      .orderBy('part_no')
+      .execute();
+    expect(parts).toEqual(entries.map((entry) => ({ entry, status: 'succeeded' })));
   });
 
   it('reports a missing local file', async () => {

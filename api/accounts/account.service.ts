@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Db } from '../../shared/db.js';
 import { generateApiKey } from '../credits/api-key.js';
+import { insertApiKey, revokeKeyByPrefix } from '../credits/api-key.repository.js';
 import { periodAt } from '../credits/period.js';
 import { counterPrefix, type RateLimitRule } from '../credits/redis-counters.js';
 import {
@@ -13,8 +14,7 @@ import {
   updateAccountRateLimit,
   updateSubscriptionCredits,
   usedInPeriods,
-} from '../repositories/account.repository.js';
-import { insertApiKey, revokeKeyByPrefix } from '../repositories/api-key.repository.js';
+} from './account.repository.js';
 import { accountPublicId, accountUidOf, subscriptionPublicId } from './public-ids.js';
 
 export interface NewAccount {

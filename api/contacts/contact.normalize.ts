@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import { ISO_CODES } from '../../shared/countries.js';
 import { badRequest } from '../../shared/errors.js';
 import { US_STATE_CODES } from '../../shared/us-states.js';
-import type { ContactBodySchema } from '../schemas/contact.schema.js';
+import type { ContactBodySchema } from './contact.schema.js';
 
 export type ContactInput = Static<typeof ContactBodySchema>;
 export type ContactData = Record<string, string | boolean | null>;

@@ -1,7 +1,6 @@
 import type { Db } from '../../shared/db.js';
 import { HttpError } from '../../shared/errors.js';
-import { isKeyLive, type KeyPrincipal } from '../repositories/api-key.repository.js';
-import { usedInPeriod } from '../repositories/usage.repository.js';
+import { isKeyLive, type KeyPrincipal } from './api-key.repository.js';
 import { type Period, periodAt } from './period.js';
 import {
   type RateLimitRule,
@@ -11,6 +10,7 @@ import {
   RESERVE_RATE_LIMITED,
   type RedisCounters,
 } from './redis-counters.js';
+import { usedInPeriod } from './usage.repository.js';
 import type { UsageWriter } from './usage-writer.js';
 
 export const paymentRequired = () => new HttpError(402, 'Data credits exhausted for this period');

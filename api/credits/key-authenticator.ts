@@ -1,7 +1,7 @@
 import type { Db } from '../../shared/db.js';
 import { forbidden } from '../../shared/errors.js';
-import { findLiveKeyByPrefix, type KeyPrincipal } from '../repositories/api-key.repository.js';
 import { apiKeyPrefix, hashApiKey, hashesEqual } from './api-key.js';
+import { findLiveKeyByPrefix, type KeyPrincipal } from './api-key.repository.js';
 
 const MAX_CACHED = 10_000;
 

@@ -1,5 +1,5 @@
 import type { Db } from '../../shared/db.js';
-import { type ChargeLine, chargeBatch } from '../repositories/usage.repository.js';
+import { type ChargeLine, chargeBatch } from './usage.repository.js';
 
 export interface Settlement {
   accepted: boolean;

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody } from '../plugins/error-mapping.js';
+import { errorBody } from '../http/error-mapping.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

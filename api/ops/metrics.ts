@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../../shared/db.js';
-import { importRowTotals, importRunCounts, ROW_OUTCOMES } from '../read-models/import-runs.read-model.js';
-import { indexLagSeconds, pendingIndexChanges } from '../read-models/search-outbox.read-model.js';
+import { importRowTotals, importRunCounts, ROW_OUTCOMES } from './import-runs.read-model.js';
+import { indexLagSeconds, pendingIndexChanges } from './search-outbox.read-model.js';
 
 /** What gauges read at scrape time. A queue is anything with BullMQ's getJobCounts. */
 export interface MetricsSources {

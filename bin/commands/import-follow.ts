@@ -1,12 +1,6 @@
 import cliProgress from 'cli-progress';
 import { feedHandler } from '../../ingest/feeds.js';
-import {
-  type ImportRun,
-  percentOf,
-  type RunCounts,
-  type RunView,
-  waitForRun,
-} from '../../ingest/import-run.js';
+import { type ImportRun, percentOf, type RunView, runCounts, waitForRun } from '../../ingest/import-run.js';
 import type { TypedQueue } from '../../jobs/queue.js';
 import type { Db } from '../../shared/db.js';
 
@@ -14,20 +8,9 @@ const POLL_MS = 500;
 /** Without a terminal, a line every few seconds is enough for a log file. */
 const PLAIN_EVERY_MS = 5_000;
 
-const countsOfRun = (run: ImportRun): RunCounts => ({
-  rowsRead: run.rows_read,
-  inserted: run.inserted,
-  updated: run.updated,
-  unchanged: run.unchanged,
-  rejected: run.rejected,
-  warnings: run.warnings,
-  duplicates: run.duplicates,
-  closed: run.closed,
-});
-
 /** One line of counts, from a run row or a run's view. */
 export function countsLine(run: ImportRun | RunView): string {
-  const c = 'counts' in run ? run.counts : countsOfRun(run);
+  const c = 'counts' in run ? run.counts : runCounts(run);
   return (
     `${c.rowsRead} rows read: ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
     `${c.rejected} rejected, ${c.warnings} warnings, ${c.duplicates} duplicates, ${c.closed} closed`

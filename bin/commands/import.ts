@@ -24,19 +24,15 @@ interface ImportCliOptions {
 }
 
 /**
- * The parts of a run: each source given, a local zip holding several CSVs as one part per CSV.
- * Local files are checked here, before anything is recorded or enqueued.
+ * The parts of a run: each source given, a zip holding several CSVs (local, or a `.zip` URL) as one
+ * part per CSV. Local files are checked here, before anything is recorded or enqueued.
  */
 async function partsFrom(sources: readonly string[]): Promise<PartSource[]> {
   const parts: PartSource[] = [];
   for (const source of sources) {
-    if (isUrl(source)) {
-      parts.push({ source, entry: null });
-      continue;
-    }
-    const location = path.resolve(source);
+    const location = isUrl(source) ? source : path.resolve(source);
     try {
-      await assertLocalSourceReadable(location);
+      if (!isUrl(location)) await assertLocalSourceReadable(location);
       const entries = await csvEntriesOf(location);
       if (entries.length === 0) parts.push({ source: location, entry: null });
       else for (const entry of entries) parts.push({ source: location, entry });

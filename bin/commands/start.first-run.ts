@@ -4,11 +4,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAccount } from '../../api/accounts/account.service.js';
 import { apiKeyPrefix, hashApiKey, hashesEqual } from '../../api/credits/api-key.js';
-import { hasImportRuns } from '../../api/read-models/import-runs.read-model.js';
-import { pendingIndexChanges } from '../../api/read-models/search-outbox.read-model.js';
-import { findLiveKeyByPrefix } from '../../api/repositories/api-key.repository.js';
+import { findLiveKeyByPrefix } from '../../api/credits/api-key.repository.js';
+import { hasImportRuns } from '../../api/ops/import-runs.read-model.js';
+import { pendingIndexChanges } from '../../api/ops/search-outbox.read-model.js';
 import { feedHandler } from '../../ingest/feeds.js';
-import { createRun, getRun, type ImportRun, setRunJobId } from '../../ingest/import-runs.repository.js';
+import {
+  createImportRun,
+  isSettled,
+  type RunView,
+  setRunJobId,
+  waitForRun,
+} from '../../ingest/import-run.js';
 import { enqueueImportRun, type TypedQueue } from '../../jobs/queue.js';
 import type { ImportFeed } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
@@ -33,42 +39,40 @@ export async function isFreshDatabase(db: Db): Promise<boolean> {
   return !(await hasImportRuns(db));
 }
 
-const TERMINAL = new Set(['succeeded', 'failed', 'skipped']);
-
-async function waitForRun(db: Db, runId: number, timeoutMs: number): Promise<ImportRun | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const run = await getRun(db, runId);
-    if (run && TERMINAL.has(run.status)) return run;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return undefined;
-}
-
 /**
  * Imports the sample feeds shipped in samples/ as ordinary import runs through the queue (so they
  * show in `bizdir imports` and on the dashboard), and waits for the in-process worker to finish them.
  */
-export async function importSamples(db: Db, queue: TypedQueue<'import'>, log: Logger): Promise<ImportRun[]> {
+export async function importSamples(db: Db, queue: TypedQueue<'import'>, log: Logger): Promise<RunView[]> {
   const runs: number[] = [];
   for (const sample of SAMPLES) {
     const handler = feedHandler(sample.feed);
     if (!handler) throw new Error(`no feed handler for ${sample.feed}`);
     const source = path.join(SAMPLES_DIR, sample.file);
-    const run = await createRun(db, { feed: sample.feed, source, options: handler.parseOptions({}) });
+    const run = await createImportRun(db, {
+      feed: sample.feed,
+      parts: [{ source, entry: null }],
+      options: handler.parseOptions({}),
+    });
     await setRunJobId(db, run.id, await enqueueImportRun(queue, run.id));
     runs.push(run.id);
   }
-  const finished: ImportRun[] = [];
+  const finished: RunView[] = [];
   for (const id of runs) {
-    const run = await waitForRun(db, id, 120_000);
-    if (!run) {
+    const run = await waitForRun(db, id, { pollMs: 200, timeoutMs: 120_000 });
+    if (!isSettled(run.status)) {
       log.warn({ runId: id }, 'sample import still running; the service starts anyway');
       continue;
     }
     finished.push(run);
     log.info(
-      { runId: id, feed: run.feed, status: run.status, inserted: run.inserted, rejected: run.rejected },
+      {
+        runId: id,
+        feed: run.feed,
+        status: run.status,
+        inserted: run.counts.inserted,
+        rejected: run.counts.rejected,
+      },
       'sample import finished',
     );
   }

@@ -1,7 +1,8 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { AddressesTable, Database } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
+import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
 import { recordSlugs, reserveSlugs } from '../public-domains.js';
 import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
@@ -132,9 +133,20 @@ async function addressHashes(trx: Transaction<Database>, ids: number[]): Promise
   return new Map(rows.map((r) => [Number(r.id), r.content_hash]));
 }
 
-const col = <T>(items: readonly T[], pick: (t: T) => string | number | boolean | null) => items.map(pick);
-const addr = (rs: readonly { record: RegistrarRecord }[], k: keyof RegistrarAddress) =>
-  col(rs, (r) => r.record.address[k]);
+/** An address of the register as one row of a bulk write (registrar addresses have no coordinates). */
+const ADDRESS_ROW = {
+  id: 'bigint',
+  domain_cc: 'text',
+  line1: 'text',
+  line2: 'text',
+  line3: 'text',
+  city: 'text',
+  state: 'text',
+  zip: 'text',
+  country_code: 'text',
+  content_hash: 'text',
+} as const satisfies Partial<Record<keyof AddressesTable, PgArrayOf>>;
+const ADDRESS_COLUMNS = Object.keys(ADDRESS_ROW) as (keyof typeof ADDRESS_ROW)[];
 
 /** Takes `n` ids from the addresses identity up front, so inserted rows are matched without guessing. */
 async function nextAddressIds(trx: Transaction<Database>, n: number): Promise<number[]> {
@@ -153,13 +165,16 @@ async function insertAddresses(
 ) {
   if (rows.length === 0) return;
   const cc = country.toLowerCase();
-  await sql`
-    insert into addresses (id, domain_cc, line1, line2, line3, city, state, zip, country_code, content_hash)
-    overriding system value
-    select * from unnest(${ids}::bigint[], ${col(rows, (r) => r.record.address.country_code?.toLowerCase() ?? cc)}::text[],
-      ${addr(rows, 'line1')}::text[], ${addr(rows, 'line2')}::text[], ${addr(rows, 'line3')}::text[],
-      ${addr(rows, 'city')}::text[], ${addr(rows, 'state')}::text[], ${addr(rows, 'zip')}::text[],
-      ${addr(rows, 'country_code')}::text[], ${col(rows, (r) => r.record.addressHash)}::text[])`.execute(trx);
+  const values = rows.map(({ record: r }, i) => ({
+    id: ids[i]!,
+    domain_cc: r.address.country_code?.toLowerCase() ?? cc,
+    ...r.address,
+    content_hash: r.addressHash,
+  }));
+  // Kysely has no OVERRIDING SYSTEM VALUE (the ids are drawn up front): raw SQL, over typed columns.
+  const columns = sql.join(ADDRESS_COLUMNS.map((c) => sql.id(c)));
+  await sql`insert into addresses (${columns}) overriding system value
+    select ${columns} from ${bulkRows('v', ADDRESS_ROW, values)}`.execute(trx);
 }
 
 /**
@@ -212,6 +227,22 @@ interface OrgChange {
   bump: boolean;
 }
 
+/** A changed company as one row of the bulk update of its Org. */
+const ORG_CHANGE_ROW = {
+  id: 'bigint',
+  name: 'text',
+  informal_name: 'text',
+  sic_code: 'text',
+  registration_date: 'date',
+  company_status: 'text',
+  company_category: 'text',
+  content_hash: 'text',
+  slug: 'text',
+  address_id: 'bigint',
+  bump: 'boolean',
+  fingerprint: 'text',
+} as const;
+
 async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChange[], ctx: MergeCtx) {
   if (changes.length === 0) return;
   const renamed = changes.filter((c) => c.existing.name !== c.record.name);
@@ -238,25 +269,42 @@ async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChang
   const homeIds = await nextAddressIds(trx, homeless.length);
   await insertAddresses(trx, homeless, homeIds, ctx.country);
   const homeOf = new Map(homeless.map((c, i) => [c.existing.id, homeIds[i]!]));
-  const r = (k: keyof RegistrarRecord) => col(changes, (x) => x.record[k] as string | null);
-  await sql`
-    update orgs o set
-      name = v.name, informal_name = v.informal_name, sic_code = v.sic_code, registration_date = v.date,
-      company_status = v.status, company_category = v.category, content_hash = v.hash,
-      public_slug = coalesce(v.slug, o.public_slug),
-      registered_address_id = coalesce(v.address_id, o.registered_address_id),
-      left_register_on = null,
-      version_number = o.version_number + case when v.bump then 1 else 0 end,
-      updated = now(), last_run_id = ${ctx.runId}::bigint, source_fingerprint = v.fingerprint
-    from unnest(${col(changes, (c) => c.existing.id)}::bigint[], ${r('name')}::text[], ${r('informal_name')}::text[],
-      ${r('sic_code')}::text[], ${r('registration_date')}::date[], ${r('company_status')}::text[],
-      ${r('company_category')}::text[], ${r('orgHash')}::text[],
-      ${col(changes, (c) => slugOf.get(c.existing.id) ?? null)}::text[],
-      ${col(changes, (c) => homeOf.get(c.existing.id) ?? null)}::bigint[], ${col(changes, (c) => c.bump)}::boolean[],
-      ${col(changes, (c) => c.record.fingerprint ?? null)}::text[])
-      as v(id, name, informal_name, sic_code, date, status, category, hash, slug, address_id, bump, fingerprint)
-    where o.id = v.id`
-    .execute(trx)
+  const rows = changes.map(({ existing, record: r, bump }) => ({
+    id: existing.id,
+    name: r.name,
+    informal_name: r.informal_name,
+    sic_code: r.sic_code,
+    registration_date: r.registration_date,
+    company_status: r.company_status,
+    company_category: r.company_category,
+    content_hash: r.orgHash,
+    slug: slugOf.get(existing.id) ?? null,
+    address_id: homeOf.get(existing.id) ?? null,
+    bump,
+    fingerprint: r.fingerprint ?? null,
+  }));
+  const v = bulkRows('v', ORG_CHANGE_ROW, rows);
+  await trx
+    .updateTable('orgs as o')
+    .from(v)
+    .set((eb) => ({
+      name: eb.ref('v.name'),
+      informal_name: eb.ref('v.informal_name'),
+      sic_code: eb.ref('v.sic_code'),
+      registration_date: eb.ref('v.registration_date'),
+      company_status: eb.ref('v.company_status'),
+      company_category: eb.ref('v.company_category'),
+      content_hash: eb.ref('v.content_hash'),
+      public_slug: eb.fn.coalesce('v.slug', 'o.public_slug'),
+      registered_address_id: eb.fn.coalesce('v.address_id', 'o.registered_address_id'),
+      left_register_on: null,
+      version_number: sql<number>`o.version_number + case when v.bump then 1 else 0 end`,
+      updated: sql<Date>`now()`,
+      last_run_id: ctx.runId,
+      source_fingerprint: eb.ref('v.fingerprint'),
+    }))
+    .whereRef('o.id', '=', 'v.id')
+    .execute()
     .catch(labelRace);
   await recordSlugs(
     trx,
@@ -267,18 +315,30 @@ async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChang
 
 async function updateAddresses(trx: Transaction<Database>, changes: readonly OrgChange[]) {
   if (changes.length === 0) return;
-  const rows = changes.map((c) => ({ record: c.record }));
-  await sql`
-    update addresses a set
-      line1 = v.line1, line2 = v.line2, line3 = v.line3, city = v.city, state = v.state, zip = v.zip,
-      country_code = v.country_code, content_hash = v.hash,
-      version_number = a.version_number + case when v.bump then 1 else 0 end, updated = now()
-    from unnest(${col(changes, (c) => c.existing.address_id)}::bigint[], ${addr(rows, 'line1')}::text[],
-      ${addr(rows, 'line2')}::text[], ${addr(rows, 'line3')}::text[], ${addr(rows, 'city')}::text[],
-      ${addr(rows, 'state')}::text[], ${addr(rows, 'zip')}::text[], ${addr(rows, 'country_code')}::text[],
-      ${col(rows, (r) => r.record.addressHash)}::text[], ${col(changes, (c) => c.bump)}::boolean[])
-      as v(id, line1, line2, line3, city, state, zip, country_code, hash, bump)
-    where a.id = v.id`.execute(trx);
+  const rows = changes.map(({ existing, record: r, bump }) => ({
+    ...r.address,
+    id: existing.address_id,
+    content_hash: r.addressHash,
+    bump,
+  }));
+  const { domain_cc: _cc, ...addressRow } = ADDRESS_ROW;
+  await trx
+    .updateTable('addresses as a')
+    .from(bulkRows('v', { ...addressRow, bump: 'boolean' }, rows))
+    .set((eb) => ({
+      line1: eb.ref('v.line1'),
+      line2: eb.ref('v.line2'),
+      line3: eb.ref('v.line3'),
+      city: eb.ref('v.city'),
+      state: eb.ref('v.state'),
+      zip: eb.ref('v.zip'),
+      country_code: eb.ref('v.country_code'),
+      content_hash: eb.ref('v.content_hash'),
+      version_number: sql<number>`a.version_number + case when v.bump then 1 else 0 end`,
+      updated: sql<Date>`now()`,
+    }))
+    .whereRef('a.id', '=', 'v.id')
+    .execute();
 }
 
 /**

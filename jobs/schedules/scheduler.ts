@@ -1,13 +1,9 @@
 import type { Queue } from 'bullmq';
+import { createScheduledRun, lastSuccessfulFingerprint } from '../../ingest/import-run.js';
 import type { Db } from '../../shared/db.js';
 import type { Logger } from '../../shared/logger.js';
 import type { QueueName } from '../../shared/queues.js';
-import {
-  allSchedules,
-  getSchedule,
-  insertScheduledRun,
-  lastSuccessfulFingerprint,
-} from './schedule.repository.js';
+import { allSchedules, getSchedule } from './schedule.repository.js';
 import { sourceFingerprint } from './source-fingerprint.js';
 
 /** Firings go to the import queue: a scheduled import waits its turn like any other import. */
@@ -44,7 +40,7 @@ export interface ReconcileResult {
  * Makes BullMQ's job schedulers match the import_schedules table. Run when workers start (and
  * periodically), so a Redis flush or a schedule changed while no worker ran is repaired. Safe to
  * run from several workers at once: upserting the same scheduler twice leaves one scheduler, and
- * a slot that still fires twice yields one run (see insertScheduledRun).
+ * a slot that still fires twice yields one run (see createScheduledRun).
  */
 export async function reconcileSchedules(db: Db, queue: SchedulerQueue): Promise<ReconcileResult> {
   const wanted = await allSchedules(db);
@@ -115,8 +111,11 @@ export async function runSchedule(
   const fingerprint = (await sourceFingerprint(schedule.source)) ?? null;
   const previous = await lastSuccessfulFingerprint(deps.db, name);
   const unchanged = fingerprint !== null && fingerprint === previous;
-  const run = await insertScheduledRun(deps.db, {
-    schedule,
+  const run = await createScheduledRun(deps.db, {
+    feed: schedule.feed,
+    source: schedule.source,
+    options: schedule.options,
+    scheduleName: schedule.name,
     slot,
     fingerprint,
     status: unchanged ? 'skipped' : 'queued',

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { RawImportOptions } from '../../ingest/feed-handler.js';
 import { feedHandler } from '../../ingest/feeds.js';
-import { createRun, type ImportRun } from '../../ingest/import-runs.repository.js';
+import { createImportRun, type ImportRun } from '../../ingest/import-run.js';
 import { type RunImportDeps, runImport } from '../../ingest/run-import.js';
 import type { ImportFeed } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
@@ -27,7 +27,11 @@ export async function importFeed(
   if (!handler) throw new Error(`feed ${feed} is not registered in ingest/feeds.ts`);
   const { batchSize, onBatchCommitted, ...raw } = options;
   const location = /^https?:\/\//i.test(source) ? source : path.resolve(source);
-  const run = await createRun(db, { feed, source: location, options: handler.parseOptions(raw) });
+  const run = await createImportRun(db, {
+    feed,
+    parts: [{ source: location, entry: null }],
+    options: handler.parseOptions(raw),
+  });
   return runImport(
     { db, ...(batchSize ? { batchSize } : {}), ...(onBatchCommitted ? { onBatchCommitted } : {}) },
     run.id,

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { addressDomain } from '../../shared/domains.js';
-import type { AddressRecord } from '../read-models/records.js';
-import type { AddressSchema } from '../schemas/common.schema.js';
+import type { AddressSchema } from '../http/common.schema.js';
+import type { AddressRecord } from './records.js';
 
 export type AddressView = Static<typeof AddressSchema>;
 

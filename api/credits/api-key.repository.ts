@@ -1,5 +1,5 @@
 import type { Db } from '../../shared/db.js';
-import type { RateLimitRule } from '../credits/redis-counters.js';
+import type { RateLimitRule } from './redis-counters.js';
 
 /** What a request needs to know about the key it presented: who pays and under which plan. */
 export interface KeyPrincipal {

@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
-import { requestMeta } from '../plugins/credits.plugin.js';
-import { ApiKeyQuery, ErrorSchema, Nullable, RequestMetaSchema } from '../schemas/common.schema.js';
+import { ApiKeyQuery, ErrorSchema, Nullable, RequestMetaSchema } from '../http/common.schema.js';
+import { requestMeta } from './credits.plugin.js';
 
 const RateLimitSchema = Type.Object(
   {

@@ -1,23 +1,23 @@
 import type pg from 'pg';
 import type { Db } from '../../shared/db.js';
 import { orgDomain } from '../../shared/domains.js';
-import { toLocationView } from '../views/location.view.js';
-import { toOrgView } from '../views/org.view.js';
+import {
+  countOrgLocations,
+  type LocationRef,
+  listOrgLocations,
+  prepareLocationByRef,
+} from '../locations/location.read-model.js';
+import { toLocationView } from '../locations/location.view.js';
+import { findOrgIdByRef, type OrgRef, prepareOrgByRef } from '../orgs/org.read-model.js';
+import { toOrgView } from '../orgs/org.view.js';
+import type { RecordCache } from './record-cache.js';
 import {
   type Rendered,
   rendered,
   serializeLocation,
   serializeLocationsList,
   serializeOrg,
-} from '../views/rendered.view.js';
-import {
-  countOrgLocations,
-  type LocationRef,
-  listOrgLocations,
-  prepareLocationByRef,
-} from './location.read-model.js';
-import { findOrgIdByRef, type OrgRef, prepareOrgByRef } from './org.read-model.js';
-import type { RecordCache } from './record-cache.js';
+} from './rendered.view.js';
 
 /**
  * The single-record reads of the API, each as its sent JSON and ETag (see rendered.view.ts).

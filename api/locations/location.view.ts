@@ -1,10 +1,10 @@
 import type { Static } from 'typebox';
 import type { HoursEntryJson, PhonesJson } from '../../shared/database.js';
 import { locationDomain, locationPublicDomain } from '../../shared/domains.js';
-import type { AddressRecord, LocationRecord } from '../read-models/records.js';
-import type { PhonesSchema } from '../schemas/common.schema.js';
-import type { HoursSchema, LinksSchema, LocationSchema } from '../schemas/location.schema.js';
-import { isoDateTime, toAddressView } from './address.view.js';
+import type { PhonesSchema } from '../http/common.schema.js';
+import { isoDateTime, toAddressView } from '../records/address.view.js';
+import type { AddressRecord, LocationRecord } from '../records/records.js';
+import type { HoursSchema, LinksSchema, LocationSchema } from './location.schema.js';
 
 export type LocationView = Static<typeof LocationSchema>;
 type PhonesView = Static<typeof PhonesSchema>;

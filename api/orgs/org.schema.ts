@@ -1,6 +1,12 @@
 import Type from 'typebox';
-import { AddressSchema, EmailsSchema, Nullable, NullableString, PhonesSchema } from './common.schema.js';
-import { LocationSchema } from './location.schema.js';
+import {
+  AddressSchema,
+  EmailsSchema,
+  Nullable,
+  NullableString,
+  PhonesSchema,
+} from '../http/common.schema.js';
+import { LocationSchema } from '../locations/location.schema.js';
 
 export const RegistrationSchema = Type.Object(
   {

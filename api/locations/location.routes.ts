@@ -11,9 +11,9 @@ import {
   NotModifiedSchema,
   RequestMetaSchema,
   withEtag,
-} from '../schemas/common.schema.js';
-import { LocationSchema } from '../schemas/location.schema.js';
-import { sendRendered } from './conditional.js';
+} from '../http/common.schema.js';
+import { sendRendered } from '../http/conditional.js';
+import { LocationSchema } from './location.schema.js';
 
 const noLocation = () => notFound('No Location exists for this domain');
 

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import { LOCAL_DEFAULTS } from '../../shared/config.js';
-import { RecordCache } from '../read-models/record-cache.js';
-import { RenderedRecords } from '../read-models/rendered-records.js';
+import { RecordCache } from './record-cache.js';
+import { RenderedRecords } from './rendered-records.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

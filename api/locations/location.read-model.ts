@@ -2,14 +2,14 @@ import { type ExpressionBuilder, sql } from 'kysely';
 import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
-import { jsonOf } from './json-columns.js';
-import { arg, PreparedQuery } from './prepared.js';
+import { jsonOf } from '../records/json-columns.js';
+import { arg, PreparedQuery } from '../records/prepared.js';
 import {
   ADDRESS_JSON_COLUMNS,
   type AddressRecord,
   type LocationRecord,
   type LocationWithOrgRecord,
-} from './records.js';
+} from '../records/records.js';
 
 export type LocationRef = Extract<DomainRef, { kind: 'location' | 'location-public' }>;
 

@@ -1,9 +1,9 @@
 import type { Static } from 'typebox';
 import { orgDomain, orgPublicDomain } from '../../shared/domains.js';
-import type { OrgRecord } from '../read-models/records.js';
-import type { OrgSchema } from '../schemas/org.schema.js';
-import { isoDateTime, toAddressView } from './address.view.js';
-import { toLocationView, toPhonesView } from './location.view.js';
+import { toLocationView, toPhonesView } from '../locations/location.view.js';
+import { isoDateTime, toAddressView } from '../records/address.view.js';
+import type { OrgRecord } from '../records/records.js';
+import type { OrgSchema } from './org.schema.js';
 
 export type OrgView = Static<typeof OrgSchema>;
 

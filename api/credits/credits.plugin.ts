@@ -3,6 +3,8 @@ import fp from 'fastify-plugin';
 import type { Static } from 'typebox';
 import { HttpError } from '../../shared/errors.js';
 import { accountPublicId, subscriptionPublicId } from '../accounts/public-ids.js';
+import type { RequestMetaSchema } from '../http/common.schema.js';
+import type { KeyPrincipal } from './api-key.repository.js';
 import {
   type CreditsService,
   type RateLimitState,
@@ -10,12 +12,10 @@ import {
   rateLimitOf,
   CreditsService as Service,
   type Usage,
-} from '../credits/credits.service.js';
-import { KeyAuthenticator } from '../credits/key-authenticator.js';
-import { counterPrefix, RedisCounters } from '../credits/redis-counters.js';
-import { UsageWriter } from '../credits/usage-writer.js';
-import type { KeyPrincipal } from '../repositories/api-key.repository.js';
-import type { RequestMetaSchema } from '../schemas/common.schema.js';
+} from './credits.service.js';
+import { KeyAuthenticator } from './key-authenticator.js';
+import { counterPrefix, RedisCounters } from './redis-counters.js';
+import { UsageWriter } from './usage-writer.js';
 
 export type RequestMeta = Static<typeof RequestMetaSchema>;
 

@@ -11,11 +11,11 @@ import {
 import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/org-search.js';
 import { searchOrgs } from '../../search/search-orgs.js';
 import { badRequest, serviceUnavailable } from '../../shared/errors.js';
-import { findOrgsByIds } from '../read-models/org.read-model.js';
-import { ApiKeyQuery, meteredErrors, RequestMetaSchema } from '../schemas/common.schema.js';
-import { OrgSchema } from '../schemas/org.schema.js';
-import { toOrgView } from '../views/org.view.js';
-import { checkWindow, PaginationQuery } from './pagination.js';
+import { ApiKeyQuery, meteredErrors, RequestMetaSchema } from '../http/common.schema.js';
+import { checkWindow, PaginationQuery } from '../http/pagination.js';
+import { findOrgsByIds } from '../orgs/org.read-model.js';
+import { OrgSchema } from '../orgs/org.schema.js';
+import { toOrgView } from '../orgs/org.view.js';
 
 const SORT_LIST = ORG_SORTS.join(', ');
 

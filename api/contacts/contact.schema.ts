@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { Nullable } from './common.schema.js';
+import { Nullable } from '../http/common.schema.js';
 
 const Text = (description?: string, maxLength = 300) =>
   Type.Optional(Nullable(Type.String({ maxLength, ...(description ? { description } : {}) })));

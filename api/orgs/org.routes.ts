@@ -3,7 +3,6 @@ import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
 import { parseDomain } from '../../shared/domains.js';
 import { notFound } from '../../shared/errors.js';
-import type { OrgRef } from '../read-models/org.read-model.js';
 import {
   ApiKeyQuery,
   CONDITIONAL_READ,
@@ -12,11 +11,12 @@ import {
   NotModifiedSchema,
   RequestMetaSchema,
   withEtag,
-} from '../schemas/common.schema.js';
-import { LocationsListSchema } from '../schemas/location.schema.js';
-import { OrgSchema } from '../schemas/org.schema.js';
-import { sendRendered } from './conditional.js';
-import { checkWindow, PaginationQuery } from './pagination.js';
+} from '../http/common.schema.js';
+import { sendRendered } from '../http/conditional.js';
+import { checkWindow, PaginationQuery } from '../http/pagination.js';
+import { LocationsListSchema } from '../locations/location.schema.js';
+import type { OrgRef } from './org.read-model.js';
+import { OrgSchema } from './org.schema.js';
 
 const noOrg = () => notFound('No Org exists for this domain');
 

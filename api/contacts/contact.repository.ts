@@ -1,5 +1,5 @@
 import type { Db } from '../../shared/db.js';
-import type { NormalizedContact } from '../contacts/contact.normalize.js';
+import type { NormalizedContact } from './contact.normalize.js';
 
 /**
  * Inserts a contact unless the account already has one with this email; returns the new contact's

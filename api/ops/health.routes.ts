@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
 import { pingDatabase } from '../../shared/db.js';
-import { errorBody } from '../plugins/error-mapping.js';
-import { ErrorSchema } from '../schemas/common.schema.js';
+import { ErrorSchema } from '../http/common.schema.js';
+import { errorBody } from '../http/error-mapping.js';
 
 const Status = Type.Object({ status: Type.String() });
 

@@ -1,10 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
-import { normalizeContact } from '../contacts/contact.normalize.js';
-import { findContactIdByEmail, insertContactIfNew } from '../repositories/contact.repository.js';
-import { ApiKeyQuery, ErrorSchema, meteredErrors, RequestMetaSchema } from '../schemas/common.schema.js';
-import { ContactBodySchema, ContactResultSchema } from '../schemas/contact.schema.js';
+import { ApiKeyQuery, ErrorSchema, meteredErrors, RequestMetaSchema } from '../http/common.schema.js';
+import { normalizeContact } from './contact.normalize.js';
+import { findContactIdByEmail, insertContactIfNew } from './contact.repository.js';
+import { ContactBodySchema, ContactResultSchema } from './contact.schema.js';
 
 /** DECISIONS.md: a contact body is at most 16 KiB. */
 export const CONTACT_BODY_LIMIT = 16 * 1024;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type Rendered, serializeRequestMeta } from '../views/rendered.view.js';
+import { type Rendered, serializeRequestMeta } from '../records/rendered.view.js';
 
 /**
  * Whether an If-None-Match header names the current tag (RFC 9110 13.1.2: `*` or a list of tags,

@@ -2,15 +2,15 @@ import { type ExpressionBuilder, sql } from 'kysely';
 import type { Database, PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
-import { jsonOf } from './json-columns.js';
-import { arg, PreparedQuery } from './prepared.js';
+import { jsonOf } from '../records/json-columns.js';
+import { arg, PreparedQuery } from '../records/prepared.js';
 import {
   ADDRESS_JSON_COLUMNS,
   type AddressRecord,
   LOCATION_JSON_COLUMNS,
   type LocationRecord,
   type OrgRecord,
-} from './records.js';
+} from '../records/records.js';
 
 export type OrgRef = Extract<DomainRef, { kind: 'org' | 'org-public' }>;
 

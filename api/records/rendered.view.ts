@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import fastJson from 'fast-json-stringify';
 import type { Static } from 'typebox';
-import { RequestMetaSchema } from '../schemas/common.schema.js';
-import { LocationSchema, LocationsListSchema } from '../schemas/location.schema.js';
-import { OrgSchema } from '../schemas/org.schema.js';
-import type { OrgView } from './org.view.js';
+import { RequestMetaSchema } from '../http/common.schema.js';
+import { LocationSchema, LocationsListSchema } from '../locations/location.schema.js';
+import { OrgSchema } from '../orgs/org.schema.js';
+import type { OrgView } from '../orgs/org.view.js';
 
 /**
  * A record as it is sent: its JSON text (serialized by the route's own response schema, so the

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import { ignoreError } from '../../shared/outage.js';
-import type { Rendered } from '../views/rendered.view.js';
+import type { Rendered } from './rendered.view.js';
 
 const CHANNEL = 'bizdir_records';
 const MAX_ENTRIES = 50_000;

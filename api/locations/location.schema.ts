@@ -1,5 +1,11 @@
 import Type from 'typebox';
-import { AddressSchema, EmailsSchema, Nullable, NullableString, PhonesSchema } from './common.schema.js';
+import {
+  AddressSchema,
+  EmailsSchema,
+  Nullable,
+  NullableString,
+  PhonesSchema,
+} from '../http/common.schema.js';
 
 const HoursEntryFields = {
   open: Type.Boolean(),
