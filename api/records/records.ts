@@ -4,6 +4,7 @@ import type {
   HoursJson,
   LinksJson,
   LocationsTable,
+  OrgsTable,
   PhonesJson,
 } from '../../shared/database.js';
 import { ADDRESS_FIELDS } from '../../shared/record-fields.js';
@@ -29,30 +30,37 @@ export type LocationRecord = {
     : Selectable<LocationsTable>[K];
 };
 
-export interface OrgRecord {
-  id: number;
-  uid: string;
-  domain_cc: string;
-  public_slug: string;
-  name: string;
-  informal_name: string | null;
-  description: string | null;
-  email: string | null;
-  logo_url: string | null;
+/** The Org columns the views read, in select order (org.read-model.ts selects them). */
+export const ORG_COLUMNS = [
+  'id',
+  'uid',
+  'domain_cc',
+  'public_slug',
+  'name',
+  'informal_name',
+  'description',
+  'email',
+  'logo_url',
+  'phones',
+  'sic_code',
+  'vat_number',
+  'registration_country',
+  'registration_number',
+  'registration_date',
+  'registration_state_code',
+  'version_number',
+  'updated',
+] as const satisfies readonly (keyof OrgsTable)[];
+export type OrgColumn = (typeof ORG_COLUMNS)[number];
+
+export type OrgRecord = Omit<Pick<Selectable<OrgsTable>, OrgColumn>, 'phones' | 'updated'> & {
   phones: PhonesJson | null;
-  sic_code: string | null;
-  vat_number: string | null;
-  registration_country: string | null;
-  registration_number: string | null;
-  registration_date: string | null;
-  registration_state_code: string | null;
-  version_number: number;
   updated: Date | string;
   registered_address: AddressRecord | null;
   default_location: LocationRecord | null;
   default_address: AddressRecord | null;
   open_locations: number;
-}
+};
 
 export interface LocationWithOrgRecord extends LocationRecord {
   address: AddressRecord | null;
