@@ -115,6 +115,12 @@ export interface LocationsTable {
 /** Every content field of record-fields.ts is a locations column (a compile-time check). */
 type _LocationContentIsStored = Pick<LocationsTable, LocationContentField>;
 
+/** The keys a run met but did not write (migration 0004), `org_id:code` for the location feed. */
+export interface ImportRunKeysTable {
+  run_id: number;
+  key: string;
+}
+
 /** The first row of each Org in a `--full` location sheet, while the run lasts (migration 0006). */
 export interface ImportRunFirstsTable {
   run_id: number;
@@ -185,6 +191,7 @@ export interface Database {
   org_public_domains: OrgPublicDomainsTable;
   locations: LocationsTable;
   import_run_firsts: ImportRunFirstsTable;
+  import_run_keys: ImportRunKeysTable;
   location_public_domains: LocationPublicDomainsTable;
   public_slug_counters: PublicSlugCountersTable;
   import_runs: ImportRunsTable;

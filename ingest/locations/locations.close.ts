@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { Database, ImportRunFirstsTable } from '../../shared/database.js';
+import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import type { FinishOutcome } from '../feed-handler.js';
 import { deleteRunKeys } from '../import-run-keys.repository.js';
 
@@ -46,13 +47,28 @@ export async function runOrgIds(trx: Trx, runId: number): Promise<number[]> {
  */
 export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
   if (orgIds.length === 0) return [];
-  const { rows } = await sql<{ org_id: number }>`
-    update locations l set closed_date = (now() at time zone 'UTC')::date,
-      version_number = l.version_number + 1, updated = now(), last_run_id = ${runId}::bigint
-    where l.org_id = any(${orgIds}::bigint[]) and l.closed_date is null
-      and not exists (
-        select 1 from import_run_keys k where k.run_id = ${runId}::bigint and k.key = l.org_id || ':' || l.code)
-    returning l.org_id`.execute(trx);
+  const rows = await trx
+    .updateTable('locations as l')
+    .set((eb) => ({
+      closed_date: sql<string>`(now() at time zone 'UTC')::date`,
+      version_number: eb('l.version_number', '+', 1),
+      updated: sql<Date>`now()`,
+      last_run_id: runId,
+    }))
+    .where('l.org_id', '=', anyOf(orgIds))
+    .where('l.closed_date', 'is', null)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('import_run_keys as k')
+            .select('k.run_id')
+            .where('k.run_id', '=', runId)
+            .where('k.key', '=', sql<string>`l.org_id || ':' || l.code`),
+        ),
+      ),
+    )
+    .returning('l.org_id')
+    .execute();
   return rows.map((r) => r.org_id);
 }
 
@@ -78,18 +94,33 @@ export function firstRowPerOrg(rows: readonly FirstRow[]): FirstRow[] {
  * Org keeps its row (batches come in sheet order, so that is the Org's first row in the sheet).
  */
 export async function recordFirstRows(trx: Trx, runId: number, rows: readonly FirstRow[]): Promise<void> {
-  const picked = firstRowPerOrg(rows);
+  const picked = firstRowPerOrg(rows).map((r) => ({
+    run_id: runId,
+    org_id: r.orgId,
+    code: r.code,
+    line: r.line,
+  }));
   if (picked.length === 0) return;
-  await sql`
-    insert into import_run_firsts (run_id, org_id, code, line)
-    select ${runId}::bigint, o, c, l
-    from unnest(${picked.map((r) => r.orgId)}::bigint[], ${picked.map((r) => r.code)}::text[],
-      ${picked.map((r) => r.line)}::int[]) as v(o, c, l)
-    on conflict (run_id, org_id) do nothing`.execute(trx);
+  await trx
+    .insertInto('import_run_firsts')
+    .columns(['run_id', 'org_id', 'code', 'line'])
+    .expression((eb) =>
+      eb.selectFrom(bulkRows('v', FIRST_ROW, picked)).select(['v.run_id', 'v.org_id', 'v.code', 'v.line']),
+    )
+    .onConflict((oc) => oc.columns(['run_id', 'org_id']).doNothing())
+    .execute();
 }
 
+/** An import_run_firsts row as bulkRows sends it. */
+const FIRST_ROW = {
+  run_id: 'bigint',
+  org_id: 'bigint',
+  code: 'text',
+  line: 'integer',
+} as const satisfies Record<keyof ImportRunFirstsTable, PgArrayOf>;
+
 export async function deleteFirstRows(trx: Trx, runId: number): Promise<void> {
-  await sql`delete from import_run_firsts where run_id = ${runId}::bigint`.execute(trx);
+  await trx.deleteFrom('import_run_firsts').where('run_id', '=', runId).execute();
 }
 
 /**
@@ -116,16 +147,30 @@ export async function settleDefaults(trx: Trx, orgIds: readonly number[], runId:
       left join earliest e on e.org_id = orgs.id
     where coalesce(f.id, c.id, e.id) is not null`.execute(trx);
   const want = wanted.map((r) => r.id);
-  const bump = sql`version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
-    updated = case when l.last_run_id = ${runId}::bigint then l.updated else now() end,
-    last_run_id = ${runId}::bigint`;
-  const unset = await sql<{ org_id: number }>`
-    update locations l set is_default = false, ${bump}
-    where l.org_id = any(${orgIds}::bigint[]) and l.is_default and l.id <> all(${want}::bigint[])
-    returning l.org_id`.execute(trx);
-  const set = await sql<{ org_id: number }>`
-    update locations l set is_default = true, ${bump}
-    where l.id = any(${want}::bigint[]) and not l.is_default
-    returning l.org_id`.execute(trx);
-  return [...unset.rows, ...set.rows].map((r) => r.org_id);
+  const unset = await trx
+    .updateTable('locations as l')
+    .set({ is_default: false, ...bumpOnce(runId) })
+    .where('l.org_id', '=', anyOf(orgIds))
+    .where('l.is_default', '=', true)
+    .where('l.id', '<>', sql<number>`all(${want}::bigint[])`)
+    .returning('l.org_id')
+    .execute();
+  const set = await trx
+    .updateTable('locations as l')
+    .set({ is_default: true, ...bumpOnce(runId) })
+    .where('l.id', '=', anyOf(want))
+    .where('l.is_default', '=', false)
+    .returning('l.org_id')
+    .execute();
+  return [...unset, ...set].map((r) => r.org_id);
 }
+
+/** `= any($1::bigint[])`: one bind parameter for the whole list, whatever its length. */
+const anyOf = (ids: readonly number[]) => sql<number>`any(${ids}::bigint[])`;
+
+/** A changed Location's bookkeeping, bumped once per run: not again if this run already wrote it. */
+const bumpOnce = (runId: number) => ({
+  version_number: sql<number>`l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end)`,
+  updated: sql<Date>`case when l.last_run_id = ${runId}::bigint then l.updated else now() end`,
+  last_run_id: runId,
+});

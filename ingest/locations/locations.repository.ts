@@ -6,6 +6,7 @@ import {
   LOCATION_CONTENT_FIELDS,
   type LocationContentField,
 } from '../../shared/record-fields.js';
+import { bulkRows } from '../bulk-rows.js';
 import type { AddressContent, EncodedLocation, LocationContent } from './locations.records.js';
 
 /**
@@ -274,10 +275,12 @@ export async function storeFingerprints(
   rows: readonly { id: number; fingerprint: string }[],
 ): Promise<void> {
   if (rows.length === 0) return;
-  await sql`
-    update locations l set source_fingerprint = v.fingerprint
-    from unnest(${rows.map((r) => r.id)}::bigint[], ${rows.map((r) => r.fingerprint)}::text[]) as v(id, fingerprint)
-    where l.id = v.id`.execute(trx);
+  await trx
+    .updateTable('locations as l')
+    .from(bulkRows('v', { id: 'bigint', fingerprint: 'text' }, rows))
+    .set((eb) => ({ source_fingerprint: eb.ref('v.fingerprint') }))
+    .whereRef('l.id', '=', 'v.id')
+    .execute();
 }
 
 /**
@@ -291,10 +294,16 @@ export async function moveLocations(
   runId: number,
 ): Promise<void> {
   if (moves.length === 0) return;
-  await sql`
-    update locations l set org_id = v.org_id, is_default = false,
-      version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
-      updated = now(), last_run_id = ${runId}::bigint
-    from unnest(${moves.map((m) => m.id)}::bigint[], ${moves.map((m) => m.orgId)}::bigint[]) as v(id, org_id)
-    where l.id = v.id`.execute(trx);
+  await trx
+    .updateTable('locations as l')
+    .from(bulkRows('v', { id: 'bigint', orgId: 'bigint' }, moves))
+    .set((eb) => ({
+      org_id: eb.ref('v.orgId'),
+      is_default: false,
+      version_number: sql<number>`l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end)`,
+      updated: sql<Date>`now()`,
+      last_run_id: runId,
+    }))
+    .whereRef('l.id', '=', 'v.id')
+    .execute();
 }
