@@ -1,5 +1,5 @@
 /**
- * Realistic, deterministic company names for the search benchmark: the shapes of the UK register
+ * Word lists and a seeded PRNG for the register generator (bench/register/names.ts): the shapes of the UK register
  * (surname or place + trade words + legal suffix, initials, numbered holding companies, `&`,
  * apostrophes, brackets, a few accented names).
  */
@@ -56,6 +56,3 @@ export function prng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-
-const pick = <T>(rand: () => number, list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
-const up = (s: string) => s.toUpperCase();

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Meilisearch, type Settings } from 'meilisearch';
@@ -160,7 +160,34 @@ const VARIANTS: Variant[] = [
     after: { filterableAttributes: ORG_INDEX_SETTINGS.filterableAttributes!.slice(0, 1) },
   },
   { name: 'shipped', doc: shipped, load: ORG_INDEX_LOAD_SETTINGS, after: ORG_INDEX_SETTINGS },
+  // The same index with filters and sorts declared before the documents: kept batch by batch.
+  { name: 'shipped-upfront', doc: shipped, load: ORG_INDEX_SETTINGS },
 ];
+
+/** Meilisearch's resident memory, sampled: the highest anonymous and file-backed parts seen. */
+class MemoryWatch {
+  anon = 0;
+  file = 0;
+  private readonly timer: NodeJS.Timeout;
+  constructor(private readonly pid: number) {
+    this.timer = setInterval(() => this.sample(), 250);
+  }
+  sample(): void {
+    let text = '';
+    try {
+      text = readFileSync(`/proc/${this.pid}/status`, 'utf8');
+    } catch {
+      return;
+    }
+    const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(text)?.[1] ?? 0) * 1024;
+    this.anon = Math.max(this.anon, kb('RssAnon'));
+    this.file = Math.max(this.file, kb('RssFile'));
+  }
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+const mib = (bytes: number) => `${Math.round(bytes / 1048576)} MiB`;
 
 function mdbBreakdown(dir: string): string[] {
   try {
@@ -224,6 +251,7 @@ async function main(): Promise<void> {
     for (const v of VARIANTS) {
       if (ONLY && !ONLY.split(',').includes(v.name)) continue;
       const uid = `lab_${v.name.replace(/\W/g, '_')}`;
+      const watch = new MemoryWatch(server.process.pid!);
       const started = Date.now();
       await waitTask(meili, meili.createIndex(uid, { primaryKey: 'id' }));
       if (Object.keys(v.load).length > 0) await waitTask(meili, meili.index(uid).updateSettings(v.load));
@@ -235,6 +263,7 @@ async function main(): Promise<void> {
       await Promise.all(inFlight);
       if (v.after) await waitTask(meili, meili.index(uid).updateSettings(v.after));
       const ms = Date.now() - started;
+      watch.stop();
       const stats = (await meili.getStats()) as unknown as { usedDatabaseSize: number; databaseSize: number };
       const idx = (await meili.index(uid).getStats()) as unknown as { rawDocumentDbSize?: number };
       const dirs = readdirSync(path.join(dataDir, 'data.ms', 'indexes'));
@@ -242,7 +271,7 @@ async function main(): Promise<void> {
       const dir = path.join(dataDir, 'data.ms', 'indexes', dirs[dirs.length - 1]!);
       const perOrg = (bytes: number) => `${(bytes / ORGS).toFixed(0)} B/Org`;
       console.log(
-        `${v.name}: ${(ms / 1000).toFixed(1)} s, used ${perOrg(stats.usedDatabaseSize - base.usedDatabaseSize)}, file ${perOrg(stats.databaseSize - base.databaseSize)}, raw docs ${perOrg(idx.rawDocumentDbSize ?? 0)}`,
+        `${v.name}: ${(ms / 1000).toFixed(1)} s, used ${perOrg(stats.usedDatabaseSize - base.usedDatabaseSize)}, file ${perOrg(stats.databaseSize - base.databaseSize)}, raw docs ${perOrg(idx.rawDocumentDbSize ?? 0)}, Meilisearch RSS peaks: anon ${mib(watch.anon)}, file-backed ${mib(watch.file)}`,
       );
       if (args.includes('--mdb')) for (const line of mdbBreakdown(dir)) console.log(line);
       await waitTask(meili, meili.deleteIndex(uid));

@@ -15,28 +15,20 @@ import type { Db } from '../shared/db.js';
 export type ImportRun = Omit<Selectable<ImportRunsTable>, 'options'> & { options: ImportOptionsJson };
 export type ImportPart = Selectable<ImportRunPartsTable>;
 
-export interface BatchCounts {
-  rows_read: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  rejected: number;
-  warnings: number;
-  duplicates: number;
-}
+/** The counter columns a batch adds to (on the run's row and its part's). */
+const COUNT_COLUMNS = [
+  'rows_read',
+  'inserted',
+  'updated',
+  'unchanged',
+  'rejected',
+  'warnings',
+  'duplicates',
+] as const;
+export type BatchCounts = Record<(typeof COUNT_COLUMNS)[number], number>;
 
 /** The options column is jsonb; pg parses it, only its declared type needs the nudge. */
 const asRun = <T>(row: T) => row as unknown as ImportRun;
-
-export const ZERO_COUNTS: BatchCounts = {
-  rows_read: 0,
-  inserted: 0,
-  updated: 0,
-  unchanged: 0,
-  rejected: 0,
-  warnings: 0,
-  duplicates: 0,
-};
 
 export async function createRun(
   db: Db | Transaction<Database>,

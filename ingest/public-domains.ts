@@ -3,6 +3,7 @@ import type { Database } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
 import { slugWithClash } from '../shared/domains.js';
 import { copyInto, copyLine } from '../shared/pg-copy.js';
+import { bulkRows } from './bulk-rows.js';
 
 export type SlugScope = 'org' | 'location';
 
@@ -55,13 +56,29 @@ export async function allocateSlugs(
     const counts = new Map<string, number>();
     for (const i of todo) counts.set(requests[i]!.base, (counts.get(requests[i]!.base) ?? 0) + 1);
     const bases = [...counts.keys()];
-    const reserved = await sql<{ base: string; last: number }>`
-      insert into public_slug_counters (scope, base, last)
-      select ${scope}, b.base, b.n from unnest(${bases}::text[], ${bases.map((b) => counts.get(b)!)}::int[]) as b(base, n)
-      on conflict (scope, base) do update set last = public_slug_counters.last + excluded.last
-      returning base, last`.execute(trx);
+    const reserved = await trx
+      .insertInto('public_slug_counters')
+      .columns(['scope', 'base', 'last'])
+      .expression((eb) =>
+        eb
+          .selectFrom(
+            bulkRows(
+              'b',
+              { base: 'text', n: 'integer' },
+              bases.map((base) => ({ base, n: counts.get(base)! })),
+            ),
+          )
+          .select([eb.val(scope).as('scope'), 'b.base', 'b.n']),
+      )
+      .onConflict((oc) =>
+        oc
+          .columns(['scope', 'base'])
+          .doUpdateSet({ last: sql<number>`public_slug_counters.last + excluded.last` }),
+      )
+      .returning(['base', 'last'])
+      .execute();
     const next = new Map<string, number>();
-    for (const row of reserved.rows) next.set(row.base, row.last - counts.get(row.base)! + 1);
+    for (const row of reserved) next.set(row.base, Number(row.last) - counts.get(row.base)! + 1);
     const candidates = todo.map((i) => {
       const base = requests[i]!.base;
       const n = next.get(base)!;

@@ -5,7 +5,7 @@ import { slugify } from '../../shared/domains.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
 import { recordSlugs, reserveSlugs } from '../public-domains.js';
-import type { RegistrarAddress, RegistrarRecord } from './registrar.normalize.js';
+import type { RegistrarRecord } from './registrar.normalize.js';
 import {
   byCtid,
   keepLabels,
