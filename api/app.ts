@@ -69,7 +69,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: false,
   });
   app.setValidatorCompiler(validatorCompiler());
-  // JSON only (DECISIONS.md, Contacts): text bodies get 415 instead of being parsed as strings.
+  // JSON only (docs/decisions.md, Contacts): text bodies get 415 instead of being parsed as strings.
   app.removeContentTypeParser('text/plain');
 
   await app.register(errorsPlugin);
@@ -89,8 +89,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerPlugin);
   await app.register(infraPlugin, { config: deps.config, clock: deps.clock ?? (() => new Date()) });
-  // Operations (issue 6): request metrics hook for every route registered after it, and, with
-  // ADMIN_TOKEN set, /metrics and the /admin/queues dashboard.
+  // Operations: its request-metrics hook covers every route registered after it (so it comes before
+  // the routes); with ADMIN_TOKEN set, also /metrics and the /admin/queues dashboard.
   await app.register(opsPlugin);
   await app.register(creditsPlugin, {
     ...(deps.keyCacheTtlMs !== undefined ? { keyCacheTtlMs: deps.keyCacheTtlMs } : {}),

@@ -10,6 +10,7 @@ import { createAccount } from '../api/accounts/account.service.js';
 import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL } from './local-services.js';
 import { HEADER, row } from './location-sheet.js';
 import { writeRegistrarFile } from './registrar-generate.js';
 
@@ -26,7 +27,7 @@ import { writeRegistrarFile } from './registrar-generate.js';
  * All with autocannon, 32 connections, random stable domains from a sample of 1,000 records of each
  * kind (half of the Orgs registered, half with Locations), servers in their own processes. Records
  * are loaded through the real importers. Own database (created and dropped) and Redis prefix.
- * Env: BENCH_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL.
+ * Env: BENCH_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts), REDIS_URL.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.argv[2] ?? 100_000);
@@ -37,8 +38,8 @@ const LOCATION_ROWS = Math.min(20_000, Math.max(1_000, Math.floor(N / 5)));
 const LOCATION_ORGS = Math.floor(LOCATION_ROWS / 4);
 const SAMPLE = 1_000;
 const CONNECTIONS = 32;
-const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
+const REDIS = process.env.REDIS_URL ?? LOCAL_REDIS_URL;
 const SUFFIX = 'bizdir.test';
 const tag = `${process.pid}_${Date.now().toString(36)}`;
 const dbName = `bizdir_bench_api_${tag}`;
@@ -176,13 +177,13 @@ try {
     parts: [{ source: file, entry: null }],
     options: { country: 'GB' },
   });
-  await runImport({ db }, registrar.id);
+  await runImport({ db, config: { domainSuffix: SUFFIX } }, registrar.id);
   const locationRun = await createImportRun(db, {
     feed: 'locations',
     parts: [{ source: sheet, entry: null }],
     options: {},
   });
-  await runImport({ db }, locationRun.id);
+  await runImport({ db, config: { domainSuffix: SUFFIX } }, locationRun.id);
   const registered = await db
     .selectFrom('orgs')
     .select(['uid', 'domain_cc'])

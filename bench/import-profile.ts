@@ -4,22 +4,25 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
+import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { LOCAL_PG_ADMIN_URL } from './local-services.js';
 import { writeRegistrarFile } from './registrar-generate.js';
 
 /**
  * In-process profile of the register import (no queue, no worker process), for `node --cpu-prof`
  * and pg_stat_statements: `node --import tsx bench/import-profile.ts [rows]`. Runs a first import,
  * the same file again and the file with 10% changed, each timed, into a database of its own
- * (created and dropped). Env: PROFILE_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+ * (created and dropped). Env: PROFILE_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts),
  * PROFILE_STEPS (e.g. `first` to run only the first import), PROFILE_LANES (merge chunks written side
  * by side, default 2), PROFILE_KEEP=1 to keep the database.
  */
 const N = Number(process.argv[2] ?? 200_000);
-const ADMIN = process.env.PROFILE_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN = process.env.PROFILE_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 const steps = (process.env.PROFILE_STEPS ?? 'first,again,changed').split(',');
 const LANES = Number(process.env.PROFILE_LANES ?? 2);
 const dbName = `bizdir_profile_${process.pid}`;
+const config = loadConfig();
 const url = new URL(ADMIN);
 url.pathname = `/${dbName}`;
 
@@ -56,7 +59,7 @@ try {
     });
     const t = performance.now();
     const cpu = process.cpuUsage();
-    const done = await runImport({ db, mergeLanes: LANES }, run.id);
+    const done = await runImport({ db, config, mergeLanes: LANES }, run.id);
     const ms = performance.now() - t;
     const used = process.cpuUsage(cpu);
     // The parts' read + stage phase ends at the last part's finish; the merge and settle follow.

@@ -12,6 +12,7 @@ import { REGISTRAR_HEADER_LINE } from '../ingest/registrar/registrar.parser.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../jobs/queue.js';
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { copyLine } from '../shared/pg-copy.js';
+import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL } from './local-services.js';
 import { rowOf, writeRegistrarFile } from './registrar-generate.js';
 
 /**
@@ -24,14 +25,14 @@ import { rowOf, writeRegistrarFile } from './registrar-generate.js';
  *
  * Each import runs in real `bizdir worker` processes fed through the real queue; their peak RSS is
  * read from /proc. Every figure is printed as rows/s and as ratios to (a) and (a2). Uses its own
- * databases (created and dropped) and queue prefixes. Env: BENCH_PG_ADMIN_URL (default
- * postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL, BENCH_SKIP_PARTS=1 to leave out (e)/(f).
+ * databases (created and dropped) and queue prefixes. Env: BENCH_PG_ADMIN_URL (default:
+ * the local Postgres, bench/local-services.ts), REDIS_URL, BENCH_SKIP_PARTS=1 to leave out (e)/(f).
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.argv[2] ?? 1_000_000);
 if (!Number.isInteger(N) || N < 7) throw new Error('usage: npm run bench:import -- [rows]');
-const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
+const REDIS = process.env.REDIS_URL ?? LOCAL_REDIS_URL;
 const PARTS = 7;
 const tag = `${process.pid}_${Date.now().toString(36)}`;
 const urlOf = (name: string) => {

@@ -7,7 +7,7 @@
  *   npm run bench:locations                       # 100,000 rows, 5,000 Orgs
  *   BENCH_ROWS=20000 BENCH_ORGS=1000 npm run bench:locations
  *
- * Postgres: BENCH_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres); the benchmark
+ * Postgres: BENCH_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts); the benchmark
  * creates its own database `bizdir_bench_loc_*` and drops it at the end.
  */
 import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
@@ -16,13 +16,15 @@ import path from 'node:path';
 import pg from 'pg';
 import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
+import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { LOCAL_PG_ADMIN_URL } from './local-services.js';
 import { HEADER, row } from './location-sheet.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const ORGS = Number(process.env.BENCH_ORGS ?? 5_000);
 const BATCH = process.env.BENCH_BATCH ? Number(process.env.BENCH_BATCH) : undefined;
-const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 
 async function writeSheet(file: string): Promise<void> {
   const handle = await fs.open(file, 'w');
@@ -97,7 +99,7 @@ async function main(): Promise<void> {
     await writeSheet(file);
     const size = (await fs.stat(file)).size;
     console.log(`sheet: ${ROWS} rows, ${ORGS} Orgs, ${(size / 2 ** 20).toFixed(1)} MiB (${file})`);
-    const deps = { db: handle.db, ...(BATCH ? { batchSize: BATCH } : {}) };
+    const deps = { db: handle.db, config: loadConfig(), ...(BATCH ? { batchSize: BATCH } : {}) };
     const phases: [string, number][] = [];
     for (const label of ['first import', 'unchanged re-import']) {
       const run = await createImportRun(handle.db, {

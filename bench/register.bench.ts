@@ -14,6 +14,7 @@ import { pendingChanges } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL } from './local-services.js';
 import { prng } from './org-names.js';
 import { describeNames, generateRegister } from './register/generate.js';
 import { coined } from './register/names.js';
@@ -42,8 +43,8 @@ const ORGS = opt('orgs', 1_000_000);
 const PARTS = opt('parts', 1);
 const QUERIES = opt('queries', 600);
 const INDEXING_MEMORY = process.env.BENCH_MEILI_INDEXING_MEMORY ?? '2 GiB';
-const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
+const REDIS = process.env.REDIS_URL ?? LOCAL_REDIS_URL;
 const tag = `${process.pid}_${Date.now().toString(36)}`;
 const dbName = `bizdir_register_${tag}`;
 const dbUrl = (() => {

@@ -1,4 +1,5 @@
 import { type Config, ConfigError, LOCAL_DEFAULTS, loadConfig } from '../shared/config.js';
+import { configureQuietLog } from '../shared/outage.js';
 import { readRunning } from './local/running.js';
 
 /** Thrown by a command for a failure the user can act on: printed as one line, exit code 1. */
@@ -14,9 +15,15 @@ export class CliError extends Error {
 
 let cached: Config | undefined;
 
-/** Configuration, validated once per process; a bad value stops the command with one message. */
+/**
+ * Configuration, validated once per process; a bad value stops the command with one message. The
+ * log settings reach the shared quiet log (shared/outage.ts) from here too.
+ */
 export function cliConfig(): Config {
-  cached ??= loadConfig();
+  if (!cached) {
+    cached = loadConfig();
+    configureQuietLog(cached);
+  }
   return cached;
 }
 

@@ -26,8 +26,11 @@ export interface CsvRecord {
   deferred?: true;
 }
 
+/** Records per batch when the caller does not say (an import passes its own, run-import.ts IMPORT_BATCH_SIZE). */
+const DEFAULT_BATCH_SIZE = 2000;
+
 export interface CsvReaderOptions {
-  /** Records per batch (default 2000). */
+  /** Records per batch (default DEFAULT_BATCH_SIZE, above). */
   batchSize?: number;
   /** A record longer than this is malformed (a stray quote would otherwise swallow the file). */
   maxRecordChars?: number;
@@ -277,6 +280,11 @@ export async function openCsv(stream: Readable, options: CsvReaderOptions = {}):
     header: parsed.fields.map((h) => h.trim()),
     headerLine: head.line,
     headerRaw: head.raw,
-    batches: batchesOf(first.slice(1), it, options.batchSize ?? 2000, options.deferFields === true),
+    batches: batchesOf(
+      first.slice(1),
+      it,
+      options.batchSize ?? DEFAULT_BATCH_SIZE,
+      options.deferFields === true,
+    ),
   };
 }

@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import type { Config } from '../shared/config.js';
 import type { Database, ImportFeed, ImportOptionsJson } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
 import type { CsvRecord } from './csv.js';
@@ -13,7 +14,9 @@ import type { LookupColumns } from './table-stats.js';
  *   parseOptions   CLI/job options -> the run's options (throws ImportOptionsError for a bad one)
  *   lockKey        runs with the same key never overlap (an advisory lock held for the whole run)
  *   prepare        the trimmed header -> a PreparedFeed; throws FeedFormatError when the file is not
- *                  this feed's format (the run then fails before any record is touched)
+ *                  this feed's format (the run then fails before any record is touched). It gets
+ *                  the settings it needs from the process's configuration (FeedConfig), passed down
+ *                  by whoever runs the import, never read here.
  *   normalize      pure: one record's fields -> a record or a reject, plus warnings
  *                  (it may run for the next batch while loadBatch of this one is in flight)
  *   loadBatch      writes one batch inside the caller's transaction (which also moves the checkpoint);
@@ -28,6 +31,12 @@ import type { LookupColumns } from './table-stats.js';
  * Resume contract: a retried run skips the records before its checkpoint, so loadBatch sees every
  * record exactly once across attempts; it gets the run id to tell its own earlier writes apart.
  */
+/**
+ * What a feed takes from the configuration, which the process reads once at start-up (shared/config.ts)
+ * and passes down: DOMAIN_SUFFIX, against which `Org domain` cells and `--org` are read.
+ */
+export type FeedConfig = Pick<Config, 'domainSuffix'>;
+
 export interface FeedHandler<R = unknown> {
   readonly feed: ImportFeed;
   parseOptions(raw: RawImportOptions): ImportOptionsJson;
@@ -35,7 +44,12 @@ export interface FeedHandler<R = unknown> {
   /** The tables and columns its per-batch lookups filter on: kept analysed during a run (table-stats.ts). */
   readonly lookupColumns: LookupColumns;
   /** `headerRaw`: the header line as written (for row fingerprints). */
-  prepare(header: readonly string[], options: ImportOptionsJson, headerRaw: string): PreparedFeed<R>;
+  prepare(
+    header: readonly string[],
+    options: ImportOptionsJson,
+    headerRaw: string,
+    config: FeedConfig,
+  ): PreparedFeed<R>;
   readonly staged?: StagedFeed;
   /** Records reach the feed unsplit, and `recognize` decides which to split and normalize. */
   readonly recognizesRows?: boolean;

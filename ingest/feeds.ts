@@ -4,8 +4,8 @@ import { locationsFeed } from './locations/locations.feed.js';
 import { registrarFeed } from './registrar/registrar.feed.js';
 
 /**
- * Feed name -> handler. The location feed (ingest/locations*) adds `locations: locationsFeed` here;
- * the CLI (`bizdir import <feed>`) and the worker pick it up from this table alone.
+ * Feed name -> handler. A new feed is added here only: the CLI (`bizdir import <feed>`) and the worker
+ * pick it up from this table alone.
  */
 export const FEEDS: Partial<Record<ImportFeed, FeedHandler>> = {
   registrar: registrarFeed,

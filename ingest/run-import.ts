@@ -8,6 +8,7 @@ import {
   type BatchContext,
   type BatchOutcome,
   type BatchRow,
+  type FeedConfig,
   type FeedHandler,
   type MergeOutcome,
   MergeRaceError,
@@ -45,34 +46,42 @@ import {
 import { openSource, SourceError } from './source.js';
 import { StatsKeeper } from './table-stats.js';
 
+// 5,000 rows a batch: fewer statements per row than 2,000 (first import 10.2k -> 10.5k rows/s at 1M
+// rows) while the worker's peak RSS stays flat near 430 MB from 200k to 1M rows.
+const IMPORT_BATCH_SIZE = 5000;
+
+/** Chunks of a staged run merged side by side when RunImportDeps.mergeLanes is not given. */
+const MERGE_LANES = 2;
+
 /**
- * Runs one import_runs row from start (or from its checkpoint) to the end. This is what the queue
- * processor calls; tests and tools may call it directly.
+ * What a run needs from its caller (the queue processors; tests and tools call runImport directly).
  *
- * Safe under failure: each batch commits its records, rejects, counters and the checkpoint in one
+ * A run is safe under failure: each batch commits its records, rejects, counters and the checkpoint in one
  * transaction. A retried run re-reads the file, skips the records before the checkpoint and goes on,
  * so a killed worker plus a retry ends with the same records and counts as one clean run.
  */
 export interface RunImportDeps {
   db: Db;
+  /** From the process's configuration, read once at start-up (the worker's, or a tool's own). */
+  config: FeedConfig;
   logger?: Logger;
   /** Called after each committed batch (and once at the end) with the run's counters. */
   onProgress?: (progress: ImportProgress) => void | Promise<void>;
   /** Called after each commit with the Orgs whose content changed in it (search indexing hooks in here). */
   onBatchCommitted?: (orgIds: number[]) => void | Promise<void>;
   /**
-   * Chunks of a staged run merged side by side, each in its own transaction and connection (default 2;
-   * the pool needs this many connections besides the one holding the feed's lock).
+   * Chunks of a staged run merged side by side, each in its own transaction and connection (default
+   * MERGE_LANES in this file; the pool needs this many connections besides the one holding the feed's lock).
    */
   mergeLanes?: number;
-  /** Keys per merge chunk and transaction (default: the feed's, 5,000 for the register). */
+  /** Keys per merge chunk and transaction (default: the feed's own; MERGE_CHUNK in registrar.feed.ts). */
   mergeChunk?: number;
-  /** Records per batch and transaction (default 2000). */
+  /** Records per batch and transaction (default IMPORT_BATCH_SIZE in this file). */
   batchSize?: number;
   /** Where a zip behind a URL is downloaded to (default: the OS temp folder). */
   tmpDir?: string;
   /**
-   * Shutdown (issue 6): once aborted, the run stops after the batch in flight has committed and
+   * Shutdown: once aborted, the run stops after the batch in flight has committed and
    * throws ImportInterruptedError; the run stays `running` at its checkpoint for the next worker.
    */
   signal?: AbortSignal;
@@ -405,7 +414,7 @@ async function merge(
   const handler = feedHandler(run.feed)!;
   await staged.prepareMerge(db, run.id);
   const stats = new StatsKeeper(db, handler.lookupColumns);
-  const lanes = Math.max(1, Math.trunc(deps.mergeLanes ?? 2));
+  const lanes = Math.max(1, Math.trunc(deps.mergeLanes ?? MERGE_LANES));
   let current = run;
   const after = run.merge_after ?? '';
   type Committed = { outcome: MergeOutcome; run: ImportRun };
@@ -523,13 +532,11 @@ async function readSource(
   });
   try {
     await startPart(db, part, source.bytesTotal);
-    // 5,000 rows a batch: fewer statements per row than 2,000 (first import 10.2k -> 10.5k rows/s at 1M
-    // rows) while the worker's peak RSS stays flat near 430 MB from 200k to 1M rows.
     const csv = await openCsv(source.stream, {
-      batchSize: deps.batchSize ?? 5000,
+      batchSize: deps.batchSize ?? IMPORT_BATCH_SIZE,
       deferFields: handler.recognizesRows === true,
     });
-    const prepared = handler.prepare(csv.header, run.options, csv.headerRaw);
+    const prepared = handler.prepare(csv.header, run.options, csv.headerRaw, deps.config);
     const ctx = { runId: run.id, partNo: part.part_no, options: run.options };
     const skip = part.checkpoint_rows;
     let seen = 0;

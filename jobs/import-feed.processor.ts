@@ -30,12 +30,19 @@ export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => as
   };
   try {
     const run = await runImport(
-      { db: deps.db, logger, onProgress, onBatchCommitted: deps.orgsChanged, ...(signal ? { signal } : {}) },
+      {
+        db: deps.db,
+        config: deps.config,
+        logger,
+        onProgress,
+        onBatchCommitted: deps.orgsChanged,
+        ...(signal ? { signal } : {}),
+      },
       runId,
     );
     return progressOf(run);
   } catch (error) {
-    // Shutdown (issue 6): the run stopped between batches. Back to the wait list without using up an
+    // Shutdown: the run stopped between batches. Back to the wait list without using up an
     // attempt; the next worker resumes it from its checkpoint.
     if (error instanceof ImportInterruptedError && token) {
       logger.info('handed back at shutdown; another worker resumes it from its checkpoint');

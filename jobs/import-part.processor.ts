@@ -12,7 +12,10 @@ export const importPartProcessor: ProcessorFactory<'import-part'> = (deps) => as
   const { runId, partId } = job.data;
   const logger = deps.logger.child({ runId, partId, jobId: job.id });
   try {
-    const part = await runPart({ db: deps.db, logger, ...(signal ? { signal } : {}) }, partId);
+    const part = await runPart(
+      { db: deps.db, config: deps.config, logger, ...(signal ? { signal } : {}) },
+      partId,
+    );
     return part ? { runId, partNo: part.part_no, status: part.status, rowsRead: part.rows_read } : null;
   } catch (error) {
     if (error instanceof ImportInterruptedError && token) {

@@ -17,8 +17,8 @@ export interface WorkerDeps {
   /** The worker's Redis connection (maxRetriesPerRequest: null), for processors that enqueue. */
   connection: Redis;
   /**
-   * Called after every committed import batch with the Orgs whose content changed. The search
-   * engineer sets this (in createWorkerDeps, jobs/worker.ts) to enqueue `index-orgs`.
+   * Called after every committed import batch with the Orgs whose content changed; createWorkerDeps
+   * (jobs/worker.ts) makes it enqueue `index-orgs`.
    */
   orgsChanged(orgIds: number[]): Promise<void>;
 }
@@ -37,8 +37,7 @@ type Registry = { [Q in QueueName]?: { [N in JobName<Q>]?: ProcessorFactory<N> }
  * The processors, by queue and job name. A worker runs the queues asked for (default: every queue
  * listed here) and refuses to start when a job name of one of them has no processor.
  *
- * Search engineer: add `index: { 'index-orgs': indexOrgsProcessor }` (from jobs/index*).
- * Schedules: a new job name on the `import` queue (shared/queues.ts) needs its processor here too.
+ * A new job name on a queue (shared/queues.ts) needs its processor here too.
  */
 export const PROCESSORS: Registry = {
   import: {

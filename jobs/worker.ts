@@ -88,15 +88,15 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     return worker;
   });
   deps.logger.info({ queues }, 'workers started');
-  // Schedules (issue 6): Postgres holds them; the workers that run the import queue re-create
-  // BullMQ's job schedulers from it at start and every minute, so a Redis flush loses none.
+  // Schedules: Postgres holds them; the workers that run the import queue re-create BullMQ's job
+  // schedulers from it at start and every minute, so a Redis flush loses none.
   const reconciler = queues.includes('import') ? startScheduleReconciler(deps) : undefined;
   return {
     queues,
     workers,
     async close(timeoutMs = 30_000) {
       await reconciler?.stop();
-      // Shutdown (issue 6): aborts the processors' signals, so an import stops after the batch it is
+      // Shutdown: aborts the processors' signals, so an import stops after the batch it is
       // committing and hands its job back instead of running to the end of the file.
       for (const w of workers) w.cancelAllJobs('worker shutting down');
       let timer: NodeJS.Timeout | undefined;

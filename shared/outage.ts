@@ -1,4 +1,5 @@
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
 import { createLogger } from './logger.js';
 
 /**
@@ -70,27 +71,26 @@ export function outageTracker(log: OutageLog, service: string, options: OutageOp
   };
 }
 
+type QuietLogConfig = Pick<Config, 'logLevel' | 'logFormat'>;
+
+let quietConfig: QuietLogConfig = { logLevel: 'info', logFormat: 'auto' };
 let quiet: Logger | undefined;
+
+/**
+ * The log settings of the quiet log (below), from the process's configuration: its entry point
+ * (bin/cli-context.ts) sets them once, when it reads the configuration. Until then: `info`, `auto`.
+ */
+export function configureQuietLog(config: QuietLogConfig): void {
+  quietConfig = { logLevel: config.logLevel, logFormat: config.logFormat };
+  quiet = undefined;
+}
 
 /**
  * The log of clients nobody attached a tracker to (one-shot CLI commands): their failures reach the
  * command as rejected calls, which report them; the connection events are kept at debug.
  */
 function quietLog(): Logger {
-  if (!quiet) {
-    // Read from the environment as loadConfig would, without failing on a value it would refuse.
-    const level = process.env.LOG_LEVEL ?? 'info';
-    const format = process.env.LOG_FORMAT;
-    quiet = createLogger(
-      {
-        logLevel: (level in pino.levels.values || level === 'silent' ? level : 'info') as never,
-        logFormat: format === 'json' || format === 'pretty' ? format : 'auto',
-      },
-      {},
-      undefined,
-      2,
-    );
-  }
+  quiet ??= createLogger(quietConfig, {}, undefined, 2);
   return quiet;
 }
 

@@ -8,7 +8,7 @@ import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
 
 /**
- * `bizdir accounts list | show | update` (issue 13): what an operator sees, through the real CLI.
+ * `bizdir accounts list | show | update`: what an operator sees, through the real CLI.
  * Accounts and keys are made in-process (their own CLI is tested in api.auth and api.rate-limit), so
  * only the commands under test start a process: each takes seconds on a busy machine.
  */

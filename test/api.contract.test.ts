@@ -9,7 +9,8 @@ import { importFeed } from './support/import.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 
-// Field lists written out from business-directory-api.md and DECISIONS.md (not from the code).
+// Field lists written out from the API contract (the API description, kept outside this repository)
+// and the field names it leaves open (docs/decisions.md, Response shape), not from the code.
 const REQUEST_FIELDS = [
   'id',
   'success',

@@ -9,7 +9,7 @@ import { importFeed } from './support/import.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 
-/** Conditional reads (issue 13): strong ETags, 304 for a current tag, free and not counted. */
+/** Conditional reads: strong ETags, 304 for a current tag, free and not counted. */
 
 let t: TestDb;
 let app: FastifyInstance;

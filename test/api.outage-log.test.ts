@@ -11,7 +11,7 @@ import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
 
-/** Lost connections (issue 13): logged once per outage, with the recovery, not once per request. */
+/** Lost connections: logged once per outage, with the recovery, not once per request. */
 
 async function eventually(check: () => Promise<boolean>, attempts = 100): Promise<boolean> {
   for (let i = 0; i < attempts; i++) {

@@ -11,7 +11,7 @@ import { testQueuePrefix } from './support/redis.js';
 import { freePort } from './support/tcp-proxy.js';
 
 /**
- * Per-account rate limits (issue 13), counted in Redis and shared by every API process: checked
+ * Per-account rate limits, counted in Redis and shared by every API process: checked
  * against two real `bizdir serve` processes on one database and one Redis namespace.
  */
 

@@ -5,7 +5,10 @@ import { get, importOneOrg, newAccount, startTestApi } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testQueuePrefix } from './support/redis.js';
 
-/** GET /v1/usage (issue 13): free, never counted, right when the period's credits are spent. */
+/**
+ * GET /v1/usage: free, never counted, right when the period's credits are spent (an account that ran
+ * out must still be able to see where it stands).
+ */
 
 let t: TestDb;
 let app: FastifyInstance;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImportRun } from '../ingest/import-run.js';
 import { ImportFailedError } from '../ingest/run-import.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { importFeed } from './support/import.js';
+import { FEED_CONFIG, importFeed } from './support/import.js';
 
 /**
  * The location feed end to end, against a real database: the sample sheet, then re-imports,
@@ -344,6 +344,29 @@ describe('Org linking', () => {
     expect((await locations()).get('GO-EDI')!.org_id).toBe(org.id);
   });
 
+  it('reads Org domains against the DOMAIN_SUFFIX the run is given, not a default of its own', async () => {
+    const org = await t.db
+      .selectFrom('orgs')
+      .select(['id', 'uid', 'domain_cc'])
+      .where('registration_number', '=', 'SC612345')
+      .executeTakeFirstOrThrow();
+    // The row of the test above again: nothing changes when it links to the same Org.
+    const sheet = await tempSheet(
+      'Store code,Business name,Address line 1,Country\nGO-EDI,Glen Orrin Edinburgh,1 Royal Mile,GB\n',
+    );
+    const stable = `${org.uid}.${org.domain_cc}`;
+    const run = await importFeed(t.db, 'locations', sheet, {
+      org: `${stable}.example.org`,
+      domainSuffix: 'example.org',
+    });
+    expect(run).toMatchObject({ status: 'succeeded', unchanged: 1, rejected: 0 });
+    expect((await locations()).get('GO-EDI')!.org_id).toBe(org.id);
+    // Under that configuration the default suffix names no Org, so the run fails.
+    await expect(
+      importFeed(t.db, 'locations', sheet, { org: `${stable}.bizdir.test`, domainSuffix: 'example.org' }),
+    ).rejects.toThrow(ImportFailedError);
+  });
+
   it('links by Company number and Org domain columns, refusing rows that name no Org', async () => {
     const run = await importFeed(t.db, 'locations', 'test/fixtures/locations-company-numbers.csv');
     expect(run).toMatchObject({ inserted: 2, rejected: 4 });
@@ -541,7 +564,7 @@ describe('re-import in keyed mode (only the key cells are read while rows prove 
   it('reads only the key cells once a batch proves unchanged', async () => {
     const { locationsFeed } = await import('../ingest/locations/locations.feed.js');
     const header = HEADER.split(',');
-    const prepared = locationsFeed.prepare(header, { full: false }, HEADER);
+    const prepared = locationsFeed.prepare(header, { full: false }, HEADER, FEED_CONFIG);
     const cells = (text: string) => text.split(',');
     const unchangedRow = row('L-1', 1);
     const first = prepared.normalize(cells(unchangedRow), 2, unchangedRow);

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../shared/config.js';
 import { resolveLogFormat } from '../shared/logger.js';
 
-/** The console switch (issue 13): human lines on a terminal, JSON for pipes, LOG_FORMAT to force. */
+/** The console switch: human lines on a terminal, JSON for pipes, LOG_FORMAT to force. */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PROBE = path.join(ROOT, 'test/support/log-probe.ts');

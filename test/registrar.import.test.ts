@@ -7,7 +7,7 @@ import { createImportRun, getRun, partsOf } from '../ingest/import-run.js';
 import { ImportFailedError, runImport, runPart, settleRun } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { importFeed } from './support/import.js';
+import { FEED_CONFIG, importFeed } from './support/import.js';
 import { type RegistrarFields, registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
 
@@ -201,7 +201,7 @@ describe('registrar import', () => {
     ]);
   });
 
-  it('a company twice in one file (different batches): the last row wins, and the same file again writes nothing (issue 14)', async () => {
+  it('a company twice in one file (different batches): the last row wins, and the same file again writes nothing', async () => {
     const rows = [
       registrarFields('00000001', 'FIRST LTD', {
         'RegAddress.PostTown': 'OLD TOWN',
@@ -298,10 +298,10 @@ describe('registrar import', () => {
       options: { country: 'GB', full: false },
     });
     const [part] = await partsOf(t.db, s);
-    await runPart({ db: t.db }, part!.id);
+    await runPart({ db: t.db, config: FEED_CONFIG }, part!.id);
     // ... then run R changes the companies and finishes before S merges.
     await importFeed(t.db, 'registrar', file('stale-b.csv', registrarCsv(rows('YORK'))));
-    const settled = await settleRun({ db: t.db }, s.id);
+    const settled = await settleRun({ db: t.db, config: FEED_CONFIG }, s.id);
     expect(settled).toMatchObject({
       status: 'succeeded',
       rows_read: 3,
@@ -331,9 +331,9 @@ describe('registrar import', () => {
       options: { country: 'GB', full: true },
     });
     const [part] = await partsOf(t.db, run);
-    await runPart({ db: t.db }, part!.id);
+    await runPart({ db: t.db, config: FEED_CONFIG }, part!.id);
     await sql`truncate ${sql.table(`import_stage_${run.id}`)}`.execute(t.db);
-    const settled = await settleRun({ db: t.db }, run.id);
+    const settled = await settleRun({ db: t.db, config: FEED_CONFIG }, run.id);
     expect(settled).toMatchObject({ status: 'succeeded', rows_read: 2, unchanged: 2, closed: 1 });
     const state = await registerState(t.db);
     expect(state.map((o) => [o.registration_number, o.left_register_on !== null])).toEqual([
@@ -441,13 +441,13 @@ describe('registrar import', () => {
       const crash = async () => {
         if (++batches === 3) throw new Error('worker died');
       };
-      await expect(runImport({ db: t.db, batchSize: 4, onProgress: crash }, created.id)).rejects.toThrow(
-        /worker died/,
-      );
+      await expect(
+        runImport({ db: t.db, config: FEED_CONFIG, batchSize: 4, onProgress: crash }, created.id),
+      ).rejects.toThrow(/worker died/);
       const half = await getRun(t.db, created.id);
       expect(half).toMatchObject({ status: 'running', checkpoint_rows: 12 });
       // The retry may cut batches differently; the result must not depend on it.
-      const resumed = await runImport({ db: t.db, batchSize: 5 }, created.id);
+      const resumed = await runImport({ db: t.db, config: FEED_CONFIG, batchSize: 5 }, created.id);
       const counts = (r: typeof reference) => [
         r.rows_read,
         r.inserted,

@@ -8,6 +8,7 @@ import { createStage, dropStage, stageExists } from '../ingest/registrar/registr
 import { runImport } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
+import { FEED_CONFIG } from './support/import.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
 
@@ -44,7 +45,10 @@ async function run(db: Db, source: string, deps: { mergeLanes: number; mergeChun
     parts: [{ source, entry: null }],
     options: { country: 'GB', full: false },
   });
-  return { id: created.id, done: () => runImport({ db, batchSize: 7, ...deps }, created.id) };
+  return {
+    id: created.id,
+    done: () => runImport({ db, config: FEED_CONFIG, batchSize: 7, ...deps }, created.id),
+  };
 }
 
 const counts = (r: ImportRun) => [r.rows_read, r.inserted, r.updated, r.unchanged, r.duplicates];
@@ -125,7 +129,7 @@ describe('register merge in lanes', () => {
         select count(*) as n from orgs where registration_number <= ${after}`.execute(t.db);
       expect(Number(upto[0]!.n)).toBe(Number(after));
       await sql`insert into fail_flag values (true)`.execute(t.db);
-      const resumed = await runImport({ db: t.db, mergeLanes: 3, mergeChunk: 4 }, r.id);
+      const resumed = await runImport({ db: t.db, config: FEED_CONFIG, mergeLanes: 3, mergeChunk: 4 }, r.id);
       expect(counts(resumed)).toEqual(counts(reference));
       expect(await registerState(t.db)).toEqual(await registerState(clean.db));
     } finally {

@@ -215,7 +215,7 @@ describe('whole rows', () => {
     });
   });
 
-  it('keeps the company name exactly as registered, runs of spaces included (issue 14)', () => {
+  it('keeps the company name exactly as registered, runs of spaces included', () => {
     // 13198105 is a real register row with two spaces in its name.
     const r = normalize({}, '13198105', 'SHARPEREDGES  SHARPENING LTD');
     expect(r.ok && r.record.name).toBe('SHARPEREDGES  SHARPENING LTD');

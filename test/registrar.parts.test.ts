@@ -14,7 +14,7 @@ import { registerState } from './support/registrar-state.js';
 import { makeZip } from './support/zip.js';
 
 /**
- * Runs of several sources (issue 12) end to end: the real CLI, the real queue, real worker processes.
+ * Runs of several sources (docs/imports.md) end to end: the real CLI, the real queue, real worker processes.
  */
 let t: TestDb;
 let queue: ReturnType<typeof testQueuePrefix>;

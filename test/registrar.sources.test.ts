@@ -10,7 +10,7 @@ import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { csvEntriesOf, openSource } from '../ingest/source.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { importFeed } from './support/import.js';
+import { FEED_CONFIG, importFeed } from './support/import.js';
 import { makeZip } from './support/zip.js';
 
 const CSV = readFileSync('test/fixtures/registrar-small.csv');
@@ -186,7 +186,7 @@ describe('feed sources', () => {
       parts: entries.map((entry) => ({ source: url, entry })),
       options: { country: 'GB', full: false },
     });
-    const run = await runImport({ db: t.db, batchSize: 3 }, created.id);
+    const run = await runImport({ db: t.db, config: FEED_CONFIG, batchSize: 3 }, created.id);
     expect(run).toMatchObject({ status: 'succeeded', inserted: 8, rejected: 2 });
     expect(await loaded()).toBe(8);
     const parts = await t.db

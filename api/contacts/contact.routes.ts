@@ -6,7 +6,7 @@ import { normalizeContact } from './contact.normalize.js';
 import { findContactIdByEmail, insertContactIfNew } from './contact.repository.js';
 import { ContactBodySchema, ContactResultSchema } from './contact.schema.js';
 
-/** DECISIONS.md: a contact body is at most 16 KiB. */
+/** docs/decisions.md, Contacts: a contact body is at most 16 KiB. */
 export const CONTACT_BODY_LIMIT = 16 * 1024;
 
 export const contactRoutes: FastifyPluginAsync = async (root) => {

@@ -1,6 +1,7 @@
 /**
- * Subscription periods (DECISIONS.md): a period starts at 00:00 UTC on the anchor day of a month and
- * the next one a calendar month later; in a month shorter than the anchor day, on its last day.
+ * Subscription periods (docs/decisions.md, Accounts, credits and usage): a period starts at 00:00
+ * UTC on the anchor day of a month and the next one a calendar month later; in a month shorter than
+ * the anchor day, on its last day.
  */
 export interface Period {
   start: Date;

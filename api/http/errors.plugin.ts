@@ -7,7 +7,7 @@ import { classifyError, errorBody } from './error-mapping.js';
 import { serviceOf } from './infra.plugin.js';
 
 /**
- * One error handler: every non-200 is `{code, message}` (DECISIONS.md, Errors) and nothing internal
+ * One error handler: every non-200 is `{code, message}` (docs/decisions.md, Errors) and nothing internal
  * reaches the client. A path that exists under another method answers 405 with `Allow`, any other
  * unknown route 404. A closing server answers new requests 503 in the same shape.
  */

@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import { badRequest } from '../../shared/errors.js';
 
-/** DECISIONS.md, Pagination: limit 1-100 (20), offset >= 0 (0), offset + limit <= 10,000. */
+/** docs/decisions.md, Pagination: limit 1-100 (20), offset >= 0 (0), offset + limit <= 10,000. */
 export const MAX_WINDOW = 10_000;
 
 export const PaginationQuery = {

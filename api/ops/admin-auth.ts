@@ -28,7 +28,7 @@ function presentedToken(request: FastifyRequest): string | undefined {
 }
 
 /**
- * onRequest guard for /admin/* and /metrics (DECISIONS.md, Configuration). With no ADMIN_TOKEN the
+ * onRequest guard for /admin/* and /metrics (docs/decisions.md, Configuration). With no ADMIN_TOKEN the
  * ops plugin registers no routes at all, so they answer the API's ordinary 404. Here: a missing or
  * wrong token gets 401, with a Basic challenge so a browser asks for it.
  */

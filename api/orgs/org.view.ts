@@ -10,7 +10,7 @@ export type OrgView = Static<typeof OrgSchema>;
 /**
  * The Org object of the spec, the same for `GET /v1/org/{domain}` and search results.
  * registration.address: the registered address for a registered Org, otherwise the default
- * Location's address (DECISIONS.md, Response shape).
+ * Location's address (docs/decisions.md, Response shape).
  */
 export function toOrgView(o: OrgRecord, suffix: string): OrgView {
   const domain = orgDomain(o.uid, o.domain_cc, suffix);

@@ -8,7 +8,7 @@ export type AddressView = Static<typeof AddressSchema>;
 
 const nullFields = Object.fromEntries(ADDRESS_FIELDS.map((f) => [f, null])) as Record<AddressField, null>;
 
-/** An unknown address is still an object (DECISIONS.md): every member null. */
+/** An unknown address is still an object (docs/decisions.md, Response shape): every member null. */
 export const EMPTY_ADDRESS: AddressView = Object.freeze({
   domain: null,
   ...nullFields,

@@ -11,7 +11,7 @@ export function registerServe(program: Command): void {
     .command('serve')
     .description('run the HTTP API (HOST, PORT)')
     .action(async () => {
-      // Resolved URLs (issue 6): with none configured, serve uses the services of a running
+      // Resolved URLs: with none configured, serve uses the services of a running
       // `bizdir start`, like every other command, instead of the fixed local defaults.
       const config = resolvedConfig();
       const logger = createLogger(config, { service: 'bizdir-api' });

@@ -1,11 +1,10 @@
-import { loadConfig } from '../../shared/config.js';
 import { ISO_CODES } from '../../shared/countries.js';
 import type { ImportOptionsJson } from '../../shared/database.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed-handler.js';
 import { matchLocationHeaders } from './locations.headers.js';
 import { type LocationRecord, LocationsLoader } from './locations.loader.js';
 
-/** The location feed: business-profile bulk-upload sheets (FEEDS.md section 2). */
+/** The location feed: business-profile bulk-upload sheets (docs/feeds.md section 2). */
 export const locationsFeed: FeedHandler<LocationRecord> = {
   feed: 'locations',
 
@@ -35,11 +34,11 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
   // statistics. Addresses and labels are looked up by primary key (`= any(...)`), whatever the stats.
   lookupColumns: { locations: ['org_id', 'code'] },
 
-  prepare(header, options): PreparedFeed<LocationRecord> {
+  prepare(header, options, _headerRaw, config): PreparedFeed<LocationRecord> {
     const loader = new LocationsLoader(matchLocationHeaders(header), {
       full: options.full === true,
       org: options.org,
-      domainSuffix: loadConfig().domainSuffix,
+      domainSuffix: config.domainSuffix,
       registrationCountry: options.country ?? 'GB',
       header,
     });

@@ -2,7 +2,7 @@ import { FeedFormatError } from '../../shared/errors.js';
 import type { LinkKey } from '../../shared/record-fields.js';
 
 /**
- * Header matching for the business-profile bulk-upload sheet (FEEDS.md section 2). Real sheets come
+ * Header matching for the business-profile bulk-upload sheet (docs/feeds.md section 2). Real sheets come
  * from several template generations and locales, so columns are found by name, never by position.
  */
 

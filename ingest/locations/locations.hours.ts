@@ -1,8 +1,8 @@
 import type { HoursEntryJson } from '../../shared/database.js';
 
 /**
- * The hours grammar of the bulk-upload sheet (FEEDS.md section 2) into the API's entries
- * (DECISIONS.md, Response shape). Pure: no I/O, so the whole grammar is tested as a table.
+ * The hours grammar of the bulk-upload sheet (docs/feeds.md section 2) into the API's entries
+ * (docs/decisions.md, Response shape). Pure: no I/O, so the whole grammar is tested as a table.
  *
  *   day cell      := '' | 'x' | range (',' range)*
  *   range         := time '-' time          (24-hour `08:30`, or 12-hour `8:30 AM`, `06:00am`)

@@ -6,7 +6,7 @@ import type { Links, Phones, StoredLocation } from './locations.records.js';
 import { regionOf } from './locations.regions.js';
 
 /**
- * One sheet row into a Location patch. Partial sheets (FEEDS.md): a field is `undefined` when its
+ * One sheet row into a Location patch. Partial sheets (docs/feeds.md section 2): a field is `undefined` when its
  * column is absent (the stored value stays), `null` when the column is there but empty (cleared).
  * Pure: the loader merges the patch with what is stored.
  */
@@ -31,7 +31,7 @@ interface PatchParts {
 /** A row's Location: the nested parts, and the other content fields (record-fields.ts) as far as the sheet has them. */
 export type LocationPatch = PatchParts & Omit<StoredLocation, 'phones' | 'hours' | 'links'>;
 
-/** How the row names its Org (DECISIONS.md); only non-empty cells are kept. */
+/** How the row names its Org (docs/decisions.md, Records from the feeds); only non-empty cells are kept. */
 export interface OrgRef {
   orgDomain?: string;
   companyNumber?: string;

@@ -6,7 +6,7 @@ import { allocateSlugs, recordSlugs } from '../public-domains.js';
 import type { OrgRef } from './locations.normalize.js';
 
 /**
- * Which Org a location row belongs to (DECISIONS.md): its `Org domain` or `Company number` cell,
+ * Which Org a location row belongs to (docs/decisions.md, Records from the feeds): its `Org domain` or `Company number` cell,
  * else the import's `--org`, else a non-registered Org found or created by business name and
  * country. Resolved set-wise per batch and cached for the run, since a sheet names few Orgs.
  */

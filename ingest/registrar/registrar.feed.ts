@@ -23,7 +23,7 @@ import {
 /** Company numbers merged per transaction. */
 const MERGE_CHUNK = 5000;
 
-/** The registrar feed: the company register bulk file (FEEDS.md section 1). */
+/** The registrar feed: the company register bulk file (docs/feeds.md section 1). */
 export const registrarFeed: FeedHandler<RegistrarRecord> = {
   feed: 'registrar',
 

@@ -4,8 +4,8 @@ import type { NormalizedRow, RowIssue } from '../feed-handler.js';
 import { columnOf, type RegistrarRow } from './registrar.parser.js';
 
 /**
- * Pure normalization of one register row (FEEDS.md section 1, DECISIONS.md "Records from the
- * feeds"). A row without a usable name or number is rejected; a bad optional value becomes null and
+ * Pure normalization of one register row (docs/feeds.md section 1, docs/decisions.md "Records from
+ * the feeds"). A row without a usable name or number is rejected; a bad optional value becomes null and
  * a warning.
  */
 export interface RegistrarAddress {
@@ -211,7 +211,7 @@ export function normalizeRegistrarRow(
   today = new Date(),
 ): NormalizedRow<RegistrarRecord> {
   const warnings: RowIssue[] = [];
-  // The name as registered (issue 14): runs of spaces are kept ("SHARPEREDGES  SHARPENING LTD" is
+  // The name as registered, so an Org shows the register's spelling: runs of spaces are kept ("SHARPEREDGES  SHARPENING LTD" is
   // a real row); only the ends are trimmed, as every value is. Search, not the importer, treats a run
   // of whitespace as one space.
   const name = row.name;

@@ -1,7 +1,7 @@
 import { FeedFormatError } from '../../shared/errors.js';
 
 /**
- * The company register bulk file (FEEDS.md section 1): 55 columns, mapped by trimmed name, never by
+ * The company register bulk file (docs/feeds.md section 1): 55 columns, mapped by trimmed name, never by
  * position. A missing column is a hard error for the whole file.
  */
 export const REGISTRAR_COLUMNS = [

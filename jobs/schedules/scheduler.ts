@@ -19,7 +19,7 @@ export interface RunSchedulePayload {
 const SCHEDULER_PREFIX = 'schedule:';
 export const schedulerIdOf = (name: string) => `${SCHEDULER_PREFIX}${name}`;
 
-// Bounded history (STYLE 9): the run rows in Postgres are the record, Redis keeps only a tail.
+// Bounded history: the run rows in Postgres are the record, Redis keeps only a tail.
 const JOB_OPTS = {
   attempts: 3,
   backoff: { type: 'exponential', delay: 5_000 },

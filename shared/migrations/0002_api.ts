@@ -11,7 +11,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz not null default now()
     )`.execute(db);
 
-  // One subscription per account (DECISIONS.md): `credits` per period, periods start on the anchor
+  // One subscription per account (docs/decisions.md, Accounts, credits and usage): `credits` per period, periods start on the anchor
   // day of each calendar month (clamped to the month's last day).
   await sql`
     create table subscriptions (

@@ -7,11 +7,11 @@ import { buildApp } from '../../api/app.js';
 import { loadConfig } from '../../shared/config.js';
 import type { Db } from '../../shared/db.js';
 import { TEST_REDIS_URL } from './env.js';
-import { importFeed } from './import.js';
+import { FEED_CONFIG, importFeed } from './import.js';
 import { meiliEnv, testIndexName } from './meili.js';
 import { registrarCsv, registrarFields } from './registrar-csv.js';
 
-export const SUFFIX = 'bizdir.test';
+export const SUFFIX = FEED_CONFIG.domainSuffix;
 
 export interface TestApiOptions {
   databaseUrl: string;

@@ -1,13 +1,18 @@
 import path from 'node:path';
-import type { RawImportOptions } from '../../ingest/feed-handler.js';
+import type { FeedConfig, RawImportOptions } from '../../ingest/feed-handler.js';
 import { feedHandler } from '../../ingest/feeds.js';
 import { createImportRun, type ImportRun } from '../../ingest/import-run.js';
 import { type RunImportDeps, runImport } from '../../ingest/run-import.js';
 import type { ImportFeed } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 
+/** What a test run gets from configuration: the default DOMAIN_SUFFIX, as the test API uses (support/api.ts). */
+export const FEED_CONFIG: FeedConfig = { domainSuffix: 'bizdir.test' };
+
 export interface ImportFeedOptions extends RawImportOptions {
   batchSize?: number;
+  /** DOMAIN_SUFFIX of the run (default FEED_CONFIG's). */
+  domainSuffix?: string;
   onBatchCommitted?: RunImportDeps['onBatchCommitted'];
 }
 
@@ -25,7 +30,7 @@ export async function importFeed(
 ): Promise<ImportRun> {
   const handler = feedHandler(feed);
   if (!handler) throw new Error(`feed ${feed} is not registered in ingest/feeds.ts`);
-  const { batchSize, onBatchCommitted, ...raw } = options;
+  const { batchSize, onBatchCommitted, domainSuffix, ...raw } = options;
   const location = /^https?:\/\//i.test(source) ? source : path.resolve(source);
   const run = await createImportRun(db, {
     feed,
@@ -33,7 +38,12 @@ export async function importFeed(
     options: handler.parseOptions(raw),
   });
   return runImport(
-    { db, ...(batchSize ? { batchSize } : {}), ...(onBatchCommitted ? { onBatchCommitted } : {}) },
+    {
+      db,
+      config: domainSuffix ? { domainSuffix } : FEED_CONFIG,
+      ...(batchSize ? { batchSize } : {}),
+      ...(onBatchCommitted ? { onBatchCommitted } : {}),
+    },
     run.id,
   );
 }
