@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
+import { bulkRows } from './bulk-rows.js';
 
 /**
  * Keys a run met but did not write (unchanged records) (table import_run_keys, migration 0005);
@@ -18,15 +19,26 @@ export async function recordRunKeys(
   keys: readonly string[],
 ): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
-  const { rows } = await sql<{ key: string }>`
-    with added as (
-      insert into import_run_keys (run_id, key)
-      select ${runId}, k from unnest(${keys}::text[]) as k
-      on conflict do nothing
-      returning key)
-    select k as key from unnest(${keys}::text[]) as k
-    except
-    select key from added`.execute(trx);
+  const given = bulkRows(
+    'k',
+    { key: 'text' },
+    keys.map((key) => ({ key })),
+  );
+  const rows = await trx
+    .with('added', (db) =>
+      db
+        .insertInto('import_run_keys')
+        .columns(['run_id', 'key'])
+        .expression((eb) =>
+          eb.selectFrom(given).select([eb.cast<number>(eb.val(runId), 'bigint').as('run_id'), 'k.key']),
+        )
+        .onConflict((oc) => oc.doNothing())
+        .returning('key'),
+    )
+    .selectFrom(given)
+    .select('k.key')
+    .except((eb) => eb.selectFrom('added').select('added.key'))
+    .execute();
   return new Set(rows.map((r) => r.key));
 }
 
@@ -40,6 +52,6 @@ export async function deleteRunKeys(trx: Transaction<Database>, runId: number): 
   const { rows } = await sql<{ others: boolean }>`
     select exists (select 1 from import_run_keys where run_id < ${runId})
         or exists (select 1 from import_run_keys where run_id > ${runId}) as others`.execute(trx);
-  if (rows[0]?.others) await sql`delete from import_run_keys where run_id = ${runId}`.execute(trx);
+  if (rows[0]?.others) await trx.deleteFrom('import_run_keys').where('run_id', '=', runId).execute();
   else await sql`truncate import_run_keys`.execute(trx);
 }

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, GeneratedAlways } from 'kysely';
+import type { AddressField, LinkKey, LocationContentField, PhoneKey } from './record-fields.js';
 
 /**
  * Kysely table types. They match what `pg` returns with the type parsers set in db.ts:
@@ -11,15 +12,7 @@ type DateString = ColumnType<string, string, string>;
 type JsonWithDefault<T> = ColumnType<T, string | undefined, string>;
 type Json<T> = ColumnType<T, string, string>;
 
-export interface PhonesJson {
-  default?: string | null;
-  alt?: string | null;
-  local?: string | null;
-  fax?: string | null;
-  mobile?: string | null;
-  free?: string | null;
-  tty?: string | null;
-}
+export type PhonesJson = { [K in PhoneKey]?: string | null };
 
 export interface HoursEntryJson {
   day?: number;
@@ -36,28 +29,10 @@ export interface HoursJson {
   special_message?: string | null;
 }
 
-export interface LinksJson {
-  socialnet_url?: string | null;
-  photoshare_url?: string | null;
-  professionalnet_url?: string | null;
-  shortvideo_url?: string | null;
-  microblog_url?: string | null;
-  website_url?: string | null;
-  videosite_url?: string | null;
-}
+export type LinksJson = { [K in LinkKey]?: string | null };
 
-/** The postal fields of an Address, as stored and as the API shows them. */
-export interface AddressFields {
-  line1: string | null;
-  line2: string | null;
-  line3: string | null;
-  city: string | null;
-  sublocality: string | null;
-  state: string | null;
-  state_code: string | null;
-  zip: string | null;
-  country_code: string | null;
-}
+/** The postal fields of an Address (record-fields.ts), as stored and as the API shows them. */
+export type AddressFields = { [K in AddressField]: string | null };
 
 export interface AddressesTable extends AddressFields {
   id: GeneratedAlways<number>;
@@ -137,6 +112,15 @@ export interface LocationsTable {
   last_run_id: number | null;
 }
 
+/** Every content field of record-fields.ts is a locations column (a compile-time check). */
+type _LocationContentIsStored = Pick<LocationsTable, LocationContentField>;
+
+/** The keys a run met but did not write (migration 0004), `org_id:code` for the location feed. */
+export interface ImportRunKeysTable {
+  run_id: number;
+  key: string;
+}
+
 /** The first row of each Org in a `--full` location sheet, while the run lasts (migration 0006). */
 export interface ImportRunFirstsTable {
   run_id: number;
@@ -207,6 +191,7 @@ export interface Database {
   org_public_domains: OrgPublicDomainsTable;
   locations: LocationsTable;
   import_run_firsts: ImportRunFirstsTable;
+  import_run_keys: ImportRunKeysTable;
   location_public_domains: LocationPublicDomainsTable;
   public_slug_counters: PublicSlugCountersTable;
   import_runs: ImportRunsTable;

@@ -7,6 +7,7 @@ import { arg, PreparedQuery } from '../records/prepared.js';
 import {
   ADDRESS_JSON_COLUMNS,
   type AddressRecord,
+  LOCATION_JSON_COLUMNS,
   type LocationRecord,
   type LocationWithOrgRecord,
 } from '../records/records.js';
@@ -35,20 +36,12 @@ function matchesRef(eb: ExpressionBuilder<Database, 'locations'>, ref: LocationR
   return eb('locations.id', 'in', eb.selectFrom(holders.as('h')).select('h.location_id'));
 }
 
-const LOCATION_COLUMNS = [
-  'locations.uid',
-  'locations.domain_cc',
-  'locations.public_slug',
-  'locations.code',
-  'locations.name',
-  'locations.description',
-  'locations.address_verified',
-  'locations.closed_date',
-  'locations.is_default',
-  'locations.email',
-  'locations.year_established',
-  'locations.version_number',
-] as const;
+/** The JSON columns and `updated` are selected apart, below; the rest of the record's columns as they are. */
+type TypedApart = 'phones' | 'hours' | 'links' | 'updated';
+const APART: readonly string[] = ['phones', 'hours', 'links', 'updated'] satisfies TypedApart[];
+const LOCATION_COLUMNS = LOCATION_JSON_COLUMNS.filter((c) => !APART.includes(c)).map(
+  (c) => `locations.${c}` as `locations.${Exclude<(typeof LOCATION_JSON_COLUMNS)[number], TypedApart>}`,
+);
 
 // database.ts types these columns as Generated<Json<T>> / Generated<Timestamp>, which Kysely does not unwrap on select;
 // naming the runtime type here keeps the records honest.

@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type { HoursEntryJson, PhonesJson } from '../../shared/database.js';
 import { locationDomain, locationPublicDomain } from '../../shared/domains.js';
+import { LINK_KEYS, PHONE_KEYS } from '../../shared/record-fields.js';
 import type { PhonesSchema } from '../http/common.schema.js';
 import { isoDateTime, toAddressView } from '../records/address.view.js';
 import type { AddressRecord, LocationRecord } from '../records/records.js';
@@ -11,16 +12,18 @@ type PhonesView = Static<typeof PhonesSchema>;
 type HoursView = Static<typeof HoursSchema>;
 type LinksView = Static<typeof LinksSchema>;
 
+/** Every key of `keys` (record-fields.ts), null where the stored object lacks it. */
+function everyKey<K extends string>(
+  keys: readonly K[],
+  o: Partial<Record<K, string | null>> | null | undefined,
+) {
+  const out = {} as Record<K, string | null>;
+  for (const k of keys) out[k] = o?.[k] ?? null;
+  return out;
+}
+
 export function toPhonesView(p: PhonesJson | null | undefined): PhonesView {
-  return {
-    default: p?.default ?? null,
-    alt: p?.alt ?? null,
-    local: p?.local ?? null,
-    fax: p?.fax ?? null,
-    mobile: p?.mobile ?? null,
-    free: p?.free ?? null,
-    tty: p?.tty ?? null,
-  };
+  return everyKey(PHONE_KEYS, p);
 }
 
 const entry = (e: HoursEntryJson) => ({ open: e.open, open_time: e.open_time, close_time: e.close_time });
@@ -39,15 +42,7 @@ function toHoursView(h: LocationRecord['hours']): HoursView {
 }
 
 function toLinksView(l: LocationRecord['links']): LinksView {
-  return {
-    socialnet_url: l?.socialnet_url ?? null,
-    photoshare_url: l?.photoshare_url ?? null,
-    professionalnet_url: l?.professionalnet_url ?? null,
-    shortvideo_url: l?.shortvideo_url ?? null,
-    microblog_url: l?.microblog_url ?? null,
-    website_url: l?.website_url ?? null,
-    videosite_url: l?.videosite_url ?? null,
-  };
+  return everyKey(LINK_KEYS, l);
 }
 
 export function toLocationView(

@@ -9,8 +9,20 @@ import {
   type AddressRecord,
   LOCATION_JSON_COLUMNS,
   type LocationRecord,
+  ORG_COLUMNS,
+  type OrgColumn,
   type OrgRecord,
 } from '../records/records.js';
+
+/**
+ * An Org column of the record as a select expression. Typed here: database.ts's Generated<Json<T>> /
+ * Generated<Timestamp> are not unwrapped by Kysely.
+ */
+function orgColumn(c: OrgColumn) {
+  if (c === 'phones') return sql<PhonesJson>`orgs.phones`.as('phones');
+  if (c === 'updated') return sql<Date>`orgs.updated`.as('updated');
+  return `orgs.${c}` as const;
+}
 
 /**
  * The whole Org in one indexed query: registered address, default Location with its address, and the
@@ -26,25 +38,7 @@ function orgQuery(db: Db) {
     )
     .leftJoin('addresses as da', 'da.id', 'dl.address_id')
     .select([
-      'orgs.id',
-      'orgs.uid',
-      'orgs.domain_cc',
-      'orgs.public_slug',
-      'orgs.name',
-      'orgs.informal_name',
-      'orgs.description',
-      'orgs.email',
-      'orgs.logo_url',
-      // Typed here: database.ts's Generated<Json<T>> / Generated<Timestamp> are not unwrapped by Kysely.
-      sql<PhonesJson>`orgs.phones`.as('phones'),
-      'orgs.sic_code',
-      'orgs.vat_number',
-      'orgs.registration_country',
-      'orgs.registration_number',
-      'orgs.registration_date',
-      'orgs.registration_state_code',
-      'orgs.version_number',
-      sql<Date>`orgs.updated`.as('updated'),
+      ...ORG_COLUMNS.map(orgColumn),
       jsonOf<AddressRecord>('ra', ADDRESS_JSON_COLUMNS).as('registered_address'),
       jsonOf<LocationRecord>('dl', LOCATION_JSON_COLUMNS).as('default_location'),
       jsonOf<AddressRecord>('da', ADDRESS_JSON_COLUMNS).as('default_address'),

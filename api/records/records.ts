@@ -1,58 +1,66 @@
-import type { AddressFields, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
+import type { Selectable } from 'kysely';
+import type {
+  AddressesTable,
+  HoursJson,
+  LinksJson,
+  LocationsTable,
+  OrgsTable,
+  PhonesJson,
+} from '../../shared/database.js';
+import { ADDRESS_FIELDS } from '../../shared/record-fields.js';
 
 /**
- * Row shapes the read models hand to the views. Nested records arrive as `to_jsonb(row)`, so their
- * timestamps are ISO strings rather than Dates; the views accept both.
+ * Row shapes the read models hand to the views, derived from the column lists below (the columns the
+ * views read) and the table types. Nested records arrive as `json_build_object`, so their timestamps
+ * are ISO strings rather than Dates; the views accept both.
  */
-export interface AddressRecord extends AddressFields {
-  uid: string;
-  domain_cc: string;
-  version_number: number;
-}
+export type AddressRecord = Pick<Selectable<AddressesTable>, AddressJsonColumn>;
 
-export interface LocationRecord {
-  uid: string;
-  domain_cc: string;
-  public_slug: string;
-  code: string | null;
-  name: string | null;
-  description: string | null;
-  address_verified: boolean;
-  closed_date: string | null;
-  is_default: boolean;
-  email: string | null;
+/** Columns typed otherwise than the table type says: the nested parts may be null, `updated` a string. */
+interface LocationRecordOverrides {
   phones: PhonesJson | null;
   hours: HoursJson | null;
   links: LinksJson | null;
-  year_established: number | null;
-  version_number: number;
   updated: Date | string;
 }
 
-export interface OrgRecord {
-  id: number;
-  uid: string;
-  domain_cc: string;
-  public_slug: string;
-  name: string;
-  informal_name: string | null;
-  description: string | null;
-  email: string | null;
-  logo_url: string | null;
+export type LocationRecord = {
+  [K in LocationJsonColumn]: K extends keyof LocationRecordOverrides
+    ? LocationRecordOverrides[K]
+    : Selectable<LocationsTable>[K];
+};
+
+/** The Org columns the views read, in select order (org.read-model.ts selects them). */
+export const ORG_COLUMNS = [
+  'id',
+  'uid',
+  'domain_cc',
+  'public_slug',
+  'name',
+  'informal_name',
+  'description',
+  'email',
+  'logo_url',
+  'phones',
+  'sic_code',
+  'vat_number',
+  'registration_country',
+  'registration_number',
+  'registration_date',
+  'registration_state_code',
+  'version_number',
+  'updated',
+] as const satisfies readonly (keyof OrgsTable)[];
+export type OrgColumn = (typeof ORG_COLUMNS)[number];
+
+export type OrgRecord = Omit<Pick<Selectable<OrgsTable>, OrgColumn>, 'phones' | 'updated'> & {
   phones: PhonesJson | null;
-  sic_code: string | null;
-  vat_number: string | null;
-  registration_country: string | null;
-  registration_number: string | null;
-  registration_date: string | null;
-  registration_state_code: string | null;
-  version_number: number;
   updated: Date | string;
   registered_address: AddressRecord | null;
   default_location: LocationRecord | null;
   default_address: AddressRecord | null;
   open_locations: number;
-}
+};
 
 export interface LocationWithOrgRecord extends LocationRecord {
   address: AddressRecord | null;
@@ -68,17 +76,10 @@ export interface LocationWithOrgRecord extends LocationRecord {
 export const ADDRESS_JSON_COLUMNS = [
   'uid',
   'domain_cc',
-  'line1',
-  'line2',
-  'line3',
-  'city',
-  'sublocality',
-  'state',
-  'state_code',
-  'zip',
-  'country_code',
+  ...ADDRESS_FIELDS,
   'version_number',
-] as const;
+] as const satisfies readonly (keyof AddressesTable)[];
+type AddressJsonColumn = (typeof ADDRESS_JSON_COLUMNS)[number];
 
 export const LOCATION_JSON_COLUMNS = [
   'uid',
@@ -97,4 +98,5 @@ export const LOCATION_JSON_COLUMNS = [
   'year_established',
   'version_number',
   'updated',
-] as const;
+] as const satisfies readonly (keyof LocationsTable)[];
+type LocationJsonColumn = (typeof LOCATION_JSON_COLUMNS)[number];

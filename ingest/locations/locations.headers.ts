@@ -1,4 +1,5 @@
 import { FeedFormatError } from '../../shared/errors.js';
+import type { LinkKey } from '../../shared/record-fields.js';
 
 /**
  * Header matching for the business-profile bulk-upload sheet (docs/feeds.md section 2). Real sheets come
@@ -22,7 +23,7 @@ export const LINK_FIELDS = {
   shortvideoUrl: 'shortvideo_url',
   microblogUrl: 'microblog_url',
   videositeUrl: 'videosite_url',
-} as const;
+} as const satisfies Record<string, LinkKey>;
 
 /** Column field -> the header names it is known by (already in matching form, see headerKey). */
 const ALIASES = {

@@ -1,3 +1,4 @@
+import { createHash, hash } from 'node:crypto';
 import type { LocationColumns, LocationField } from './locations.headers.js';
 import type { OrgRef } from './locations.normalize.js';
 
@@ -50,4 +51,23 @@ export function locationKeyReader(columns: LocationColumns) {
     if (number) org.companyNumber = number;
     return { code: storeCode, org };
   };
+}
+
+/**
+ * Bump when normalizing or merging a row would give another result for the same sheet text (a new
+ * column rule, a fix in the hours grammar): stored fingerprints then stop matching and every row is
+ * merged and compared again once.
+ */
+const FINGERPRINT_VERSION = 'locations-1';
+
+/**
+ * The fingerprint of a row of this sheet (see LocationRecord in locations.match.ts): a hash of the
+ * row's text, the sheet's header cells (the same cells mean other things under another header) and
+ * FINGERPRINT_VERSION.
+ */
+export function rowFingerprinter(header: readonly string[]): (raw: string) => string {
+  const seed = createHash('md5')
+    .update(`${FINGERPRINT_VERSION}\0${header.join('\0')}`)
+    .digest('base64url');
+  return (raw) => hash('md5', seed + raw, 'base64url');
 }

@@ -1,7 +1,8 @@
-import type { HoursEntryJson, LinksJson, PhonesJson } from '../../shared/database.js';
+import type { AddressFields, HoursEntryJson, LinksJson } from '../../shared/database.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import { HoursCache, isRealDate, splitList } from './locations.hours.js';
 import { countryOf, ISO_SHAPE, sheetText as text } from './locations.key.js';
+import type { Links, Phones, StoredLocation } from './locations.records.js';
 import { regionOf } from './locations.regions.js';
 
 /**
@@ -10,39 +11,25 @@ import { regionOf } from './locations.regions.js';
  * Pure: the loader merges the patch with what is stored.
  */
 
-export interface AddressPatch {
-  line1?: string | null;
-  line2?: string | null;
-  line3?: string | null;
-  city?: string | null;
-  sublocality?: string | null;
-  state?: string | null;
-  state_code?: string | null;
-  zip?: string | null;
-  /** Always present: the country column is required and a row without a value is refused. */
-  country_code: string;
-}
+/** Always with a country: the country column is required and a row without a value is refused. */
+export type AddressPatch = Partial<AddressFields> & { country_code: string };
 
-export interface LocationPatch {
+/** The nested parts: phones and links as far as the sheet has their columns, hours by weekday. */
+interface PatchParts {
   code: string;
   name: string;
-  description?: string | null;
-  phones: Partial<Record<keyof PhonesJson, string | null>>;
-  links: Partial<Record<keyof LinksJson, string | null>>;
+  phones: Partial<Phones>;
+  links: Partial<Links>;
   /**
    * Index = weekday (0 Sunday); `undefined` = column absent, `null` = no hours given. The entry
    * arrays (here and in `special`) are frozen and shared by every row with the same cell text.
    */
   normal: (HoursEntryJson[] | null | undefined)[];
   special?: HoursEntryJson[] | null;
-  year_established?: number | null;
-  latitude?: number | null;
-  longitude?: number | null;
-  primary_category?: string | null;
-  categories?: string[] | null;
-  labels?: string[] | null;
-  logo_url?: string | null;
 }
+
+/** A row's Location: the nested parts, and the other content fields (record-fields.ts) as far as the sheet has them. */
+export type LocationPatch = PatchParts & Omit<StoredLocation, 'phones' | 'hours' | 'links'>;
 
 /** How the row names its Org (docs/decisions.md, Records from the feeds); only non-empty cells are kept. */
 export interface OrgRef {

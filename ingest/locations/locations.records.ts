@@ -1,12 +1,16 @@
 import { hash as digestOf } from 'node:crypto';
-import type {
-  AddressFields,
-  HoursEntryJson,
-  HoursJson,
-  LinksJson,
-  PhonesJson,
-} from '../../shared/database.js';
-import type { LocationColumns, LocationField } from './locations.headers.js';
+import type { Selectable } from 'kysely';
+import type { AddressFields, HoursEntryJson, HoursJson, LocationsTable } from '../../shared/database.js';
+import {
+  ADDRESS_FIELDS,
+  type AddressField,
+  LINK_KEYS,
+  type LinkKey,
+  type LocationContentField,
+  PHONE_KEYS,
+  type PhoneKey,
+} from '../../shared/record-fields.js';
+import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import type { AddressPatch, LocationPatch } from './locations.normalize.js';
 
 /**
@@ -15,19 +19,8 @@ import type { AddressPatch, LocationPatch } from './locations.normalize.js';
  * value read back from jsonb (which reorders keys) hashes the same as the one that was written.
  */
 
-const PHONE_KEYS = ['default', 'alt', 'local', 'fax', 'mobile', 'free', 'tty'] as const;
-const LINK_KEYS = [
-  'socialnet_url',
-  'photoshare_url',
-  'professionalnet_url',
-  'shortvideo_url',
-  'microblog_url',
-  'website_url',
-  'videosite_url',
-] as const;
-
-export type Phones = Record<(typeof PHONE_KEYS)[number], string | null>;
-export type Links = Record<(typeof LINK_KEYS)[number], string | null>;
+export type Phones = Record<PhoneKey, string | null>;
+export type Links = Record<LinkKey, string | null>;
 export interface Hours {
   normal: HoursEntryJson[] | null;
   special: HoursEntryJson[] | null;
@@ -35,20 +28,18 @@ export interface Hours {
   special_message: string | null;
 }
 
-export interface LocationContent {
+/** The nested parts in their canonical (full) shapes, and the name a row always has. */
+interface ContentParts {
   name: string;
-  description: string | null;
   phones: Phones;
   hours: Hours;
   links: Links;
-  year_established: number | null;
-  latitude: number | null;
-  longitude: number | null;
-  primary_category: string | null;
-  categories: string[] | null;
-  labels: string[] | null;
-  logo_url: string | null;
 }
+
+/** A Location's content (record-fields.ts) merged and canonical: the nested parts whole, the rest as stored. */
+export type LocationContent = {
+  [K in LocationContentField]: K extends keyof ContentParts ? ContentParts[K] : Selectable<LocationsTable>[K];
+};
 
 /** A sheet row's address always has a country (a required column). */
 export interface AddressContent extends Omit<AddressFields, 'country_code'> {
@@ -56,44 +47,18 @@ export interface AddressContent extends Omit<AddressFields, 'country_code'> {
 }
 
 /** Stored values, as far as they were read (only columns the sheet does not fully cover are read). */
-export interface StoredLocation {
-  description?: string | null;
-  phones?: PhonesJson;
-  hours?: HoursJson;
-  links?: LinksJson;
-  year_established?: number | null;
-  latitude?: number | null;
-  longitude?: number | null;
-  primary_category?: string | null;
-  categories?: string[] | null;
-  labels?: string[] | null;
-  logo_url?: string | null;
-}
+export type StoredLocation = { -readonly [K in keyof typeof COLUMN_SOURCES]?: Selectable<LocationsTable>[K] };
 export type StoredAddress = Partial<Omit<AddressContent, 'country_code'>>;
+
+/** The sheet columns of the links besides Website. */
+const LINK_COLUMN_FIELDS = Object.keys(LINK_FIELDS) as (keyof typeof LINK_FIELDS)[];
 
 /** Which stored columns a sheet leaves partly or wholly to the stored value (partial sheets). */
 const COLUMN_SOURCES = {
   description: ['description'],
   phones: ['primaryPhone', 'additionalPhones'],
-  hours: [
-    'sundayHours',
-    'mondayHours',
-    'tuesdayHours',
-    'wednesdayHours',
-    'thursdayHours',
-    'fridayHours',
-    'saturdayHours',
-    'specialHours',
-  ],
-  links: [
-    'website',
-    'socialnetUrl',
-    'photoshareUrl',
-    'professionalnetUrl',
-    'shortvideoUrl',
-    'microblogUrl',
-    'videositeUrl',
-  ],
+  hours: [...DAY_FIELDS, 'specialHours'],
+  links: ['website', ...LINK_COLUMN_FIELDS],
   year_established: ['openingDate'],
   latitude: ['latitude'],
   longitude: ['longitude'],
@@ -101,7 +66,7 @@ const COLUMN_SOURCES = {
   categories: ['additionalCategories'],
   labels: ['labels'],
   logo_url: ['logoPhoto'],
-} as const satisfies Record<keyof StoredLocation, readonly LocationField[]>;
+} as const satisfies Record<Exclude<LocationContentField, 'name'>, readonly LocationField[]>;
 
 const ADDRESS_SOURCES = {
   line2: ['addressLine2'],
@@ -193,18 +158,13 @@ export function mergeLocation(patch: LocationPatch, stored: StoredLocation | und
   };
 }
 
+/** Field by field in ADDRESS_FIELDS order: the order its content hash is taken in. */
 export function mergeAddress(patch: AddressPatch, stored: StoredAddress | undefined): AddressContent {
-  return {
-    line1: keep(patch.line1, stored?.line1),
-    line2: keep(patch.line2, stored?.line2),
-    line3: keep(patch.line3, stored?.line3),
-    city: keep(patch.city, stored?.city),
-    sublocality: keep(patch.sublocality, stored?.sublocality),
-    state: keep(patch.state, stored?.state),
-    state_code: keep(patch.state_code, stored?.state_code),
-    zip: keep(patch.zip, stored?.zip),
-    country_code: patch.country_code,
-  };
+  const out = {} as Record<AddressField, string | null>;
+  for (const f of ADDRESS_FIELDS) {
+    out[f] = f === 'country_code' ? patch.country_code : keep(patch[f], stored?.[f]);
+  }
+  return out as AddressContent;
 }
 
 /**

@@ -1,13 +1,13 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { AddressesTable, Database, LocationsTable } from '../../shared/database.js';
 import { copyInto, copyLine } from '../../shared/pg-copy.js';
-import type {
-  AddressContent,
-  EncodedLocation,
-  LocationContent,
-  StoredAddress,
-  StoredLocation,
-} from './locations.records.js';
+import {
+  ADDRESS_FIELDS,
+  LOCATION_CONTENT_FIELDS,
+  type LocationContentField,
+} from '../../shared/record-fields.js';
+import { bulkRows } from '../bulk-rows.js';
+import type { AddressContent, EncodedLocation, LocationContent } from './locations.records.js';
 
 /**
  * Set-based writes for the location feed: each function is one statement over a whole batch (keys
@@ -16,78 +16,6 @@ import type {
  */
 
 type Trx = Transaction<Database>;
-
-/** What a sheet row first needs of its stored Location: enough to see that it is unchanged. */
-export interface LocationState {
-  id: number;
-  org_id: number;
-  code: string;
-  source_fingerprint: string | null;
-  closed_date: string | null;
-  last_run_id: number | null;
-}
-
-/** A stored Location about to be merged with a sheet row (see readLocations). */
-export interface ExistingLocation extends LocationState {
-  domain_cc: string;
-  content_hash: string;
-  public_slug: string;
-  address_id: number | null;
-  address_hash: string | null;
-  stored: StoredLocation;
-  storedAddress: StoredAddress;
-}
-
-/**
- * The stored Locations for (org, code) keys, slim: in a re-import most rows match their
- * fingerprint and need nothing more, and every column read back costs parsing in the client.
- */
-export async function findLocationStates(
-  trx: Trx,
-  keys: { orgId: number; code: string }[],
-): Promise<LocationState[]> {
-  if (keys.length === 0) return [];
-  const { rows } = await sql<LocationState>`
-    select l.id, l.org_id, l.code, l.source_fingerprint, l.closed_date, l.last_run_id
-    from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
-    join locations l on l.org_id = k.org_id and l.code = k.code`.execute(trx);
-  return rows;
-}
-
-/** The rest of those Locations that rows must be merged with, including the stored columns a partial sheet leaves. */
-export async function readLocations(
-  trx: Trx,
-  states: readonly LocationState[],
-  read: { location: readonly (keyof StoredLocation)[]; address: readonly (keyof StoredAddress)[] },
-): Promise<ExistingLocation[]> {
-  if (states.length === 0) return [];
-  const extra = [
-    ...read.location.map((c) => sql`l.${sql.ref(c)} as ${sql.ref(`l_${c}`)}`),
-    ...read.address.map((c) => sql`a.${sql.ref(c)} as ${sql.ref(`a_${c}`)}`),
-  ];
-  const { rows } = await sql<Record<string, unknown>>`
-    select l.id, l.domain_cc, l.content_hash, l.public_slug, l.address_id,
-      a.content_hash as address_hash ${extra.length > 0 ? sql`, ${sql.join(extra)}` : sql``}
-    from locations l left join addresses a on a.id = l.address_id
-    where l.id = any(${states.map((s) => s.id)}::bigint[])`.execute(trx);
-  const stateById = new Map(states.map((s) => [s.id, s]));
-  return rows.map((r) => {
-    const stored: Record<string, unknown> = {};
-    for (const c of read.location) stored[c] = r[`l_${c}`];
-    const storedAddress: Record<string, unknown> = {};
-    for (const c of read.address) storedAddress[c] = r[`a_${c}`];
-    return {
-      ...stateById.get(r.id as number)!,
-      domain_cc: r.domain_cc as string,
-      content_hash: r.content_hash as string,
-      public_slug: r.public_slug as string,
-      address_id: r.address_id as number | null,
-      address_hash: r.address_hash as string | null,
-      stored: stored as StoredLocation,
-      storedAddress: storedAddress as StoredAddress,
-    };
-  });
-}
 
 /**
  * Takes `n` ids from the locations and the addresses identity sequences (one round trip). Rows are
@@ -127,54 +55,46 @@ export interface AddressWrite {
 }
 
 /**
- * Changed rows (updates) travel as one JSON document read by json_to_recordset (new rows go through
- * COPY, below): one native JSON.stringify here
- * and one parse in Postgres, instead of a dozen array parameters escaped element by element. Nested
- * values ride along as text and are cast per row (jsonb, text[]): measured, that is several times
- * cheaper than letting json_to_recordset build jsonb or arrays itself, or unnesting in subqueries.
+ * The columns the writer sends for an Address (the postal fields of record-fields.ts between its
+ * keys and its hash), in COPY order; the compiler checks them against the addresses table.
  */
-const ADDRESS_RECORD = sql`v(id bigint, domain_cc text, line1 text, line2 text, line3 text, city text,
-  sublocality text, state text, state_code text, zip text, country_code text, hash text, bump boolean)`;
-
-const addressJson = (rows: readonly (AddressWrite & { bump?: boolean })[]) =>
-  JSON.stringify(
-    rows.map((r) => ({ id: r.id, domain_cc: r.domain_cc, hash: r.hash, bump: r.bump ?? true, ...r.content })),
-  );
-
-const ADDRESS_COPY_COLUMNS = [
+const ADDRESS_COLUMNS = [
   'id',
   'domain_cc',
-  'line1',
-  'line2',
-  'line3',
-  'city',
-  'sublocality',
-  'state',
-  'state_code',
-  'zip',
-  'country_code',
+  ...ADDRESS_FIELDS,
   'content_hash',
-];
+] as const satisfies readonly (keyof AddressesTable)[];
+type AddressColumn = (typeof ADDRESS_COLUMNS)[number];
+/** What an update sets from the batch document: everything but the Address's id and domain. */
+const ADDRESS_UPDATED: readonly AddressColumn[] = [...ADDRESS_FIELDS, 'content_hash'];
+
+/** An Address row's values, by column (the typed row the COPY line and the JSON document are built from). */
+function addressRow(r: AddressWrite): Record<AddressColumn, string | number | null> {
+  return { id: r.id, domain_cc: r.domain_cc, ...r.content, content_hash: r.hash };
+}
+
+/**
+ * Changed rows (updates) travel as one JSON document read by json_to_recordset (new rows go through
+ * COPY, below): one native JSON.stringify here and one parse in Postgres, instead of a dozen array
+ * parameters escaped element by element. Nested values ride along as text and are cast per row
+ * (jsonb, text[]): measured, that is several times cheaper than letting json_to_recordset build
+ * jsonb or arrays itself, or unnesting in subqueries.
+ */
+const ADDRESS_RECORD = sql.raw(
+  `v(${ADDRESS_COLUMNS.map((c) => `${c} ${c === 'id' ? 'bigint' : 'text'}`).join(', ')}, bump boolean)`,
+);
+
+/** `col = v.col, ...` for an update from a json_to_recordset `v`, with each column's cast. */
+const setFromV = (columns: readonly string[], cast: (c: string) => string = () => '') =>
+  sql.raw(columns.map((c) => `${c} = v.${c}${cast(c)}`).join(', '));
 
 /** New Addresses, through COPY (pg-copy.ts): the ids were taken beforehand (takeIds). */
 export async function insertAddresses(trx: Trx, rows: readonly AddressWrite[]): Promise<void> {
-  const lines = rows.map(({ id, domain_cc, content: c, hash }) =>
-    copyLine([
-      id,
-      domain_cc,
-      c.line1,
-      c.line2,
-      c.line3,
-      c.city,
-      c.sublocality,
-      c.state,
-      c.state_code,
-      c.zip,
-      c.country_code,
-      hash,
-    ]),
-  );
-  await copyInto(trx, 'addresses', ADDRESS_COPY_COLUMNS, lines);
+  const lines = rows.map((r) => {
+    const row = addressRow(r);
+    return copyLine(ADDRESS_COLUMNS.map((c) => row[c]));
+  });
+  await copyInto(trx, 'addresses', ADDRESS_COLUMNS, lines);
 }
 
 /** A changed Address: new content, `updated` now, version + 1 unless this run already bumped it. */
@@ -183,12 +103,11 @@ export async function updateAddresses(
   rows: readonly (AddressWrite & { bump: boolean })[],
 ): Promise<void> {
   if (rows.length === 0) return;
+  const json = JSON.stringify(rows.map((r) => ({ ...addressRow(r), bump: r.bump })));
   await sql`
-    update addresses a set line1 = v.line1, line2 = v.line2, line3 = v.line3, city = v.city,
-      sublocality = v.sublocality, state = v.state, state_code = v.state_code, zip = v.zip,
-      country_code = v.country_code, content_hash = v.hash,
+    update addresses a set ${setFromV(ADDRESS_UPDATED)},
       version_number = a.version_number + case when v.bump then 1 else 0 end, updated = now()
-    from json_to_recordset(${addressJson(rows)}::json) as ${ADDRESS_RECORD}
+    from json_to_recordset(${json}::json) as ${ADDRESS_RECORD}
     where a.id = v.id`.execute(trx);
 }
 
@@ -209,12 +128,91 @@ export interface LocationWrite {
   bump: boolean;
 }
 
-const LOCATION_RECORD = sql`v(id bigint, org_id bigint, code text, domain_cc text, public_slug text,
-  address_id bigint, position int, name text, description text, phones json, hours json, links json,
-  year_established int, latitude float8, longitude float8, primary_category text, categories text,
-  labels text, logo_url text, hash text, fingerprint text, bump boolean)`;
+/**
+ * The columns the writer sends for a Location, in COPY order: its keys, the content fields of
+ * record-fields.ts, its hash, fingerprint and run. The compiler checks them against the table.
+ */
+/** Columns written from the LocationWrite member of the same name. */
+const KEY_COLUMNS = [
+  'id',
+  'org_id',
+  'code',
+  'domain_cc',
+  'public_slug',
+  'address_id',
+  'position',
+] as const satisfies readonly (keyof LocationWrite)[];
 
-const str = JSON.stringify;
+const LOCATION_COLUMNS = [
+  ...KEY_COLUMNS,
+  ...LOCATION_CONTENT_FIELDS,
+  'content_hash',
+  'source_fingerprint',
+  'last_run_id',
+] as const satisfies readonly (keyof LocationsTable)[];
+type LocationColumn = (typeof LOCATION_COLUMNS)[number];
+
+/** Columns whose values are not text, with their type in the batch document and their cast on update. */
+const LOCATION_TYPES: Partial<Record<LocationColumn, { record: string; cast?: string }>> = {
+  id: { record: 'bigint' },
+  org_id: { record: 'bigint' },
+  address_id: { record: 'bigint' },
+  position: { record: 'int' },
+  phones: { record: 'json', cast: 'jsonb' },
+  hours: { record: 'json', cast: 'jsonb' },
+  links: { record: 'json', cast: 'jsonb' },
+  year_established: { record: 'int' },
+  latitude: { record: 'float8' },
+  longitude: { record: 'float8' },
+  categories: { record: 'text', cast: 'text[]' },
+  labels: { record: 'text', cast: 'text[]' },
+  last_run_id: { record: 'bigint' },
+};
+
+/**
+ * What an update sets from the batch document. A Location's id, org, code and domain_cc never change
+ * (a move is moveLocations), nor does its position; last_run_id is the run, a parameter.
+ */
+const LOCATION_UPDATED = LOCATION_COLUMNS.filter(
+  (c) => !['id', 'org_id', 'code', 'domain_cc', 'position', 'last_run_id'].includes(c),
+);
+
+const LOCATION_RECORD = sql.raw(
+  `v(${LOCATION_COLUMNS.filter((c) => c !== 'last_run_id')
+    .map((c) => `${c} ${LOCATION_TYPES[c]?.record ?? 'text'}`)
+    .join(', ')}, bump boolean)`,
+);
+
+/** The nested parts travel as the text encodeLocation made (once, for the hash too): JSON, or a text[] literal. */
+type LocationValue = string | number | boolean | null;
+const ENCODED: ReadonlySet<string> = new Set<keyof EncodedLocation>([
+  'phones',
+  'hours',
+  'links',
+  'categories',
+  'labels',
+]);
+
+/** Per content field: whether it travels as encodeLocation's text (else as the merged value). */
+const FROM_ENCODED = LOCATION_CONTENT_FIELDS.map((f) => ENCODED.has(f));
+
+/** A Location row's values in LOCATION_COLUMNS order (the typed row COPY lines and the JSON document are built from). */
+function locationValues(r: LocationWrite, runId: number): LocationValue[] {
+  const c = r.content as unknown as Record<LocationContentField, LocationValue>;
+  const e = r.encoded as unknown as Record<LocationContentField, LocationValue>;
+  const out: LocationValue[] = KEY_COLUMNS.map((k) => r[k]);
+  LOCATION_CONTENT_FIELDS.forEach((f, i) => {
+    out.push(FROM_ENCODED[i] ? e[f] : c[f]);
+  });
+  out.push(r.hash, r.fingerprint, runId);
+  return out;
+}
+
+const RAW_JSON = new Set(
+  LOCATION_COLUMNS.flatMap((c, i) => (LOCATION_TYPES[c]?.record === 'json' ? [i] : [])),
+);
+const KEYS = LOCATION_COLUMNS.map((c) => `"${c}":`);
+const LAST_RUN = LOCATION_COLUMNS.indexOf('last_run_id');
 
 /**
  * The batch document, written out by hand: phones, hours and links are already JSON text (encoded
@@ -223,44 +221,17 @@ const str = JSON.stringify;
  */
 function locationJson(rows: readonly LocationWrite[]): string {
   const parts: string[] = [];
-  for (const { content: c, encoded: e, ...r } of rows) {
-    parts.push(
-      `{"id":${r.id},"org_id":${r.org_id},"code":${str(r.code)},"domain_cc":${str(r.domain_cc)},` +
-        `"public_slug":${str(r.public_slug)},"address_id":${r.address_id},"position":${r.position},` +
-        `"name":${str(c.name)},"description":${str(c.description)},"phones":${e.phones},"hours":${e.hours},` +
-        `"links":${e.links},"year_established":${str(c.year_established)},"latitude":${str(c.latitude)},` +
-        `"longitude":${str(c.longitude)},"primary_category":${str(c.primary_category)},` +
-        `"categories":${str(e.categories)},"labels":${str(e.labels)},"logo_url":${str(c.logo_url)},` +
-        `"hash":${str(r.hash)},"fingerprint":${str(r.fingerprint)},"bump":${r.bump}}`,
-    );
+  for (const r of rows) {
+    const values = locationValues(r, 0);
+    let out = '{';
+    for (let i = 0; i < values.length; i++) {
+      if (i === LAST_RUN) continue;
+      out += `${KEYS[i]}${RAW_JSON.has(i) ? values[i] : JSON.stringify(values[i])},`;
+    }
+    parts.push(`${out}"bump":${r.bump}}`);
   }
   return `[${parts.join(',')}]`;
 }
-
-const LOCATION_COPY_COLUMNS = [
-  'id',
-  'org_id',
-  'code',
-  'domain_cc',
-  'public_slug',
-  'address_id',
-  'position',
-  'name',
-  'description',
-  'phones',
-  'hours',
-  'links',
-  'year_established',
-  'latitude',
-  'longitude',
-  'primary_category',
-  'categories',
-  'labels',
-  'logo_url',
-  'content_hash',
-  'source_fingerprint',
-  'last_run_id',
-];
 
 /** New Locations, through COPY (pg-copy.ts); phones, hours and links go as the JSON text encoded once. */
 export async function insertLocations(
@@ -268,33 +239,8 @@ export async function insertLocations(
   rows: readonly LocationWrite[],
   runId: number,
 ): Promise<void> {
-  const lines = rows.map(({ content: c, encoded: e, ...r }) =>
-    copyLine([
-      r.id,
-      r.org_id,
-      r.code,
-      r.domain_cc,
-      r.public_slug,
-      r.address_id,
-      r.position,
-      c.name,
-      c.description,
-      e.phones,
-      e.hours,
-      e.links,
-      c.year_established,
-      c.latitude,
-      c.longitude,
-      c.primary_category,
-      e.categories,
-      e.labels,
-      c.logo_url,
-      r.hash,
-      r.fingerprint,
-      runId,
-    ]),
-  );
-  await copyInto(trx, 'locations', LOCATION_COPY_COLUMNS, lines);
+  const lines = rows.map((r) => copyLine(locationValues(r, runId)));
+  await copyInto(trx, 'locations', LOCATION_COLUMNS, lines);
 }
 
 /**
@@ -307,12 +253,12 @@ export async function updateLocations(
   runId: number,
 ): Promise<void> {
   if (rows.length === 0) return;
+  const cast = (c: string) => {
+    const t = LOCATION_TYPES[c as LocationColumn]?.cast;
+    return t ? `::${t}` : '';
+  };
   await sql`
-    update locations l set public_slug = v.public_slug, address_id = v.address_id, name = v.name,
-      description = v.description, phones = v.phones::jsonb, hours = v.hours::jsonb, links = v.links::jsonb,
-      year_established = v.year_established, latitude = v.latitude, longitude = v.longitude,
-      primary_category = v.primary_category, categories = v.categories::text[], labels = v.labels::text[],
-      logo_url = v.logo_url, content_hash = v.hash, source_fingerprint = v.fingerprint, closed_date = null,
+    update locations l set ${setFromV(LOCATION_UPDATED, cast)}, closed_date = null,
       version_number = l.version_number + case when v.bump then 1 else 0 end, updated = now(),
       last_run_id = ${runId}::bigint
     from json_to_recordset(${locationJson(rows)}::json) as ${LOCATION_RECORD}
@@ -329,27 +275,12 @@ export async function storeFingerprints(
   rows: readonly { id: number; fingerprint: string }[],
 ): Promise<void> {
   if (rows.length === 0) return;
-  await sql`
-    update locations l set source_fingerprint = v.fingerprint
-    from unnest(${rows.map((r) => r.id)}::bigint[], ${rows.map((r) => r.fingerprint)}::text[]) as v(id, fingerprint)
-    where l.id = v.id`.execute(trx);
-}
-
-/**
- * `--full`: the Orgs' open Locations whose (org, code) key the run did not record close on the
- * import date (UTC). Refused rows record their key too, so a typo does not close a Location.
- * Returns the Orgs that lost a Location.
- */
-export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
-  if (orgIds.length === 0) return [];
-  const { rows } = await sql<{ org_id: number }>`
-    update locations l set closed_date = (now() at time zone 'UTC')::date,
-      version_number = l.version_number + 1, updated = now(), last_run_id = ${runId}::bigint
-    where l.org_id = any(${orgIds}::bigint[]) and l.closed_date is null
-      and not exists (
-        select 1 from import_run_keys k where k.run_id = ${runId}::bigint and k.key = l.org_id || ':' || l.code)
-    returning l.org_id`.execute(trx);
-  return rows.map((r) => r.org_id);
+  await trx
+    .updateTable('locations as l')
+    .from(bulkRows('v', { id: 'bigint', fingerprint: 'text' }, rows))
+    .set((eb) => ({ source_fingerprint: eb.ref('v.fingerprint') }))
+    .whereRef('l.id', '=', 'v.id')
+    .execute();
 }
 
 /**
@@ -363,76 +294,16 @@ export async function moveLocations(
   runId: number,
 ): Promise<void> {
   if (moves.length === 0) return;
-  await sql`
-    update locations l set org_id = v.org_id, is_default = false,
-      version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
-      updated = now(), last_run_id = ${runId}::bigint
-    from unnest(${moves.map((m) => m.id)}::bigint[], ${moves.map((m) => m.orgId)}::bigint[]) as v(id, org_id)
-    where l.id = v.id`.execute(trx);
-}
-
-/**
- * `--full` runs: the first row (lowest line) of each Org in this batch; the first batch that names an
- * Org keeps its row (batches come in sheet order, so that is the Org's first row in the sheet).
- */
-export async function recordFirstRows(
-  trx: Trx,
-  runId: number,
-  rows: readonly { orgId: number; code: string; line: number }[],
-): Promise<void> {
-  const first = new Map<number, { orgId: number; code: string; line: number }>();
-  for (const r of rows) {
-    const seen = first.get(r.orgId);
-    if (!seen || r.line < seen.line) first.set(r.orgId, r);
-  }
-  if (first.size === 0) return;
-  const picked = [...first.values()];
-  await sql`
-    insert into import_run_firsts (run_id, org_id, code, line)
-    select ${runId}::bigint, o, c, l
-    from unnest(${picked.map((r) => r.orgId)}::bigint[], ${picked.map((r) => r.code)}::text[],
-      ${picked.map((r) => r.line)}::int[]) as v(o, c, l)
-    on conflict (run_id, org_id) do nothing`.execute(trx);
-}
-
-export async function deleteFirstRows(trx: Trx, runId: number): Promise<void> {
-  await sql`delete from import_run_firsts where run_id = ${runId}::bigint`.execute(trx);
-}
-
-/**
- * Settles each Org's one default Location at the end of a run:
- * 1. after a `--full` sheet, the Org's first open Location in that sheet (the sheet is its whole
- *    list, so its order counts);
- * 2. else the current default, while it is open (a partial sheet does not move it);
- * 3. else the Org's open Location created first (ids follow sheet order).
- * A Location whose `default` flips is a changed record, bumped once: not again if this run already
- * wrote it. Unset first, then set, so the one-default-per-Org index never sees two.
- */
-export async function settleDefaults(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
-  if (orgIds.length === 0) return [];
-  const { rows: wanted } = await sql<{ id: number }>`
-    with orgs(id) as (select unnest(${orgIds}::bigint[])),
-    open_locations as (select l.id, l.org_id, l.code, l.is_default from locations l
-      where l.org_id = any(${orgIds}::bigint[]) and l.closed_date is null),
-    firsts as (select o.org_id, o.id from import_run_firsts f
-      join open_locations o on o.org_id = f.org_id and o.code = f.code where f.run_id = ${runId}::bigint),
-    current_default as (select org_id, id from open_locations where is_default),
-    earliest as (select org_id, min(id) as id from open_locations group by org_id)
-    select coalesce(f.id, c.id, e.id) as id from orgs
-      left join firsts f on f.org_id = orgs.id left join current_default c on c.org_id = orgs.id
-      left join earliest e on e.org_id = orgs.id
-    where coalesce(f.id, c.id, e.id) is not null`.execute(trx);
-  const want = wanted.map((r) => r.id);
-  const bump = sql`version_number = l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end),
-    updated = case when l.last_run_id = ${runId}::bigint then l.updated else now() end,
-    last_run_id = ${runId}::bigint`;
-  const unset = await sql<{ org_id: number }>`
-    update locations l set is_default = false, ${bump}
-    where l.org_id = any(${orgIds}::bigint[]) and l.is_default and l.id <> all(${want}::bigint[])
-    returning l.org_id`.execute(trx);
-  const set = await sql<{ org_id: number }>`
-    update locations l set is_default = true, ${bump}
-    where l.id = any(${want}::bigint[]) and not l.is_default
-    returning l.org_id`.execute(trx);
-  return [...unset.rows, ...set.rows].map((r) => r.org_id);
+  await trx
+    .updateTable('locations as l')
+    .from(bulkRows('v', { id: 'bigint', orgId: 'bigint' }, moves))
+    .set((eb) => ({
+      org_id: eb.ref('v.orgId'),
+      is_default: false,
+      version_number: sql<number>`l.version_number + (case when l.last_run_id = ${runId}::bigint then 0 else 1 end)`,
+      updated: sql<Date>`now()`,
+      last_run_id: runId,
+    }))
+    .whereRef('l.id', '=', 'v.id')
+    .execute();
 }

@@ -16,6 +16,7 @@
  */
 
 import { foldName } from '../name-text.js';
+import type { OrgRowForIndex } from '../org-document.js';
 
 export { foldName };
 
@@ -145,14 +146,6 @@ export interface OrgDocument {
   c: string[];
   /** Suffix buckets `b_<hex>` (see bucketOf). */
   [bucket: `b_${string}`]: string[];
-}
-
-export interface OrgRowForIndex {
-  id: number;
-  uid: string;
-  name: string;
-  updated: Date;
-  version_number: number;
 }
 
 export function toV1OrgDocument(row: OrgRowForIndex): OrgDocument {

@@ -1,0 +1,209 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../../shared/database.js';
+import { slugify } from '../../shared/domains.js';
+import { allocateSlugs, recordNewSlugs, recordSlugs } from '../public-domains.js';
+import type { ExistingLocation, Loaded, MergedRow, Pending } from './locations.match.js';
+import type { LocationRow } from './locations.normalize.js';
+import type { OrgInfo } from './locations.orgs.js';
+import { contentHash, encodeLocation, mergeAddress, mergeLocation } from './locations.records.js';
+import {
+  type AddressWrite,
+  insertAddresses,
+  insertLocations,
+  type LocationWrite,
+  takeIds,
+  updateAddresses,
+  updateLocations,
+} from './locations.repository.js';
+
+/**
+ * Writing a batch's merged rows: which are new, changed or unchanged (planWrites, pure), then one
+ * statement per kind of write. A changed row bumps its Location (and its Address, if that changed)
+ * by exactly one, however often the run touches it; an unchanged row is not written.
+ */
+
+type Trx = Transaction<Database>;
+
+export interface Write {
+  p: Pending;
+  loc: LocationWrite;
+  addr: AddressWrite;
+}
+
+export interface Update extends Write {
+  e: ExistingLocation;
+  addressChanged: boolean;
+}
+
+export interface WritePlan {
+  inserts: Write[];
+  updates: Update[];
+  /** Unchanged Locations met through another fingerprint: only that is stored (storeFingerprints). */
+  refreshed: { id: number; fingerprint: string }[];
+  /** Unchanged rows, not counting repeats of a key an earlier batch of the run met. */
+  unchanged: number;
+}
+
+/** A row merged with its stored Location (if any: none for a new one, or one merged ahead), and hashed. */
+export function mergeRow(row: LocationRow, e: ExistingLocation | undefined): MergedRow {
+  const content = mergeLocation(row.location, e?.stored);
+  const address = mergeAddress(row.address, e?.storedAddress);
+  const { encoded, hash } = encodeLocation(content);
+  return { content, encoded, hash, address, addrHash: contentHash(address) };
+}
+
+/** What to do with one merged row, given its stored Location (if any). */
+export type RowChange = 'insert' | 'update' | 'unchanged';
+
+/**
+ * The change decision: a row with no stored Location is new; one whose content hash and Address
+ * are the same, that is open and was not moved by this batch, is unchanged; anything else is an update.
+ * (A Location moved to this row's Org is written even if its content is the same.)
+ */
+export function changeOf(
+  m: Pick<MergedRow, 'hash' | 'addrHash'>,
+  e: ExistingLocation | undefined,
+  moved: ReadonlyMap<number, number>,
+): { change: RowChange; addressChanged: boolean } {
+  if (e === undefined) return { change: 'insert', addressChanged: true };
+  const addressChanged = e.address_id === null || e.address_hash !== m.addrHash;
+  const same = e.content_hash === m.hash && !addressChanged && e.closed_date === null && !moved.has(e.id);
+  return { change: same ? 'unchanged' : 'update', addressChanged };
+}
+
+/**
+ * Sorts the rows to merge into inserts, updates and unchanged ones. `merge` is called for a row
+ * that was not merged ahead. Ids and slugs of new rows are filled in when they are written.
+ */
+export function planWrites(
+  toMerge: readonly Loaded[],
+  stored: ReadonlyMap<string, ExistingLocation>,
+  moved: ReadonlyMap<number, number>,
+  repeats: ReadonlySet<Pending>,
+  runId: number,
+  merge: (p: Loaded, e: ExistingLocation | undefined) => MergedRow,
+): WritePlan {
+  const plan: WritePlan = { inserts: [], updates: [], refreshed: [], unchanged: 0 };
+  for (const p of toMerge) {
+    const e = stored.get(p.key);
+    const { fingerprint } = p.record;
+    const merged = p.record.merged ?? merge(p, e);
+    const { change, addressChanged } = changeOf(merged, e, moved);
+    if (change === 'unchanged') {
+      if (!repeats.has(p)) plan.unchanged++;
+      if (fingerprint !== null && e!.source_fingerprint !== fingerprint) {
+        plan.refreshed.push({ id: e!.id, fingerprint });
+      }
+      continue;
+    }
+    const write = writeOf(p, merged, e, runId);
+    if (e) plan.updates.push({ ...write, e, addressChanged });
+    else plan.inserts.push(write);
+  }
+  return plan;
+}
+
+function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId: number): Write {
+  const cc = e?.domain_cc ?? m.address.country_code.toLowerCase();
+  return {
+    p,
+    addr: { id: e?.address_id ?? 0, domain_cc: cc, content: m.address, hash: m.addrHash },
+    loc: {
+      id: e?.id ?? 0,
+      org_id: p.org.id,
+      code: p.code,
+      domain_cc: cc,
+      public_slug: e?.public_slug ?? '',
+      address_id: e?.address_id ?? 0,
+      position: p.line,
+      content: m.content,
+      encoded: m.encoded,
+      hash: m.hash,
+      fingerprint: p.record.fingerprint,
+      // A Location the run already wrote (a repeated key) is not bumped a second time.
+      bump: e === undefined || e.last_run_id !== runId,
+    },
+  };
+}
+
+/** Whether a slug is `base` or `base-N`: the Location keeps it while its name parts stay. */
+export const isOwnSlug = (slug: string, base: string) =>
+  slug === base || (slug.startsWith(`${base}-`) && /^\d+$/.test(slug.slice(base.length + 1)));
+
+/** Public Location domain label: the Org's informal name (or name) and the Location's city (or name). */
+export const slugBase = (org: OrgInfo, city: string | null, name: string) =>
+  slugify(`${org.informal_name ?? org.name} ${city ?? name}`, 'location');
+
+export async function writeInserts(trx: Trx, inserts: readonly Write[], runId: number): Promise<void> {
+  if (inserts.length === 0) return;
+  const { locations: ids, addresses: addressIds } = await takeIds(trx, inserts.length, inserts.length);
+  const slugs = await allocateSlugs(
+    trx,
+    'location',
+    inserts.map((x) => ({ base: slugBase(x.p.org, x.addr.content.city, x.loc.content.name) })),
+  );
+  inserts.forEach((x, i) => {
+    x.addr.id = addressIds[i]!;
+    x.loc.id = ids[i]!;
+    x.loc.address_id = addressIds[i]!;
+    x.loc.public_slug = slugs[i]!;
+  });
+  await insertAddresses(
+    trx,
+    inserts.map((x) => x.addr),
+  );
+  await insertLocations(
+    trx,
+    inserts.map((x) => x.loc),
+    runId,
+  );
+  await recordNewSlugs(
+    trx,
+    'location',
+    inserts.map((x) => ({ slug: x.loc.public_slug, ownerId: x.loc.id })),
+  );
+}
+
+export async function writeUpdates(trx: Trx, updates: readonly Update[], runId: number): Promise<void> {
+  if (updates.length === 0) return;
+  // A Location whose name parts changed (new city, renamed Org) gets a new public label; the old
+  // one stays in location_public_domains and keeps resolving to it.
+  const renamed = updates
+    .map((u) => ({ u, base: slugBase(u.p.org, u.addr.content.city, u.loc.content.name) }))
+    .filter(({ u, base }) => !isOwnSlug(u.e.public_slug, base));
+  const slugs = await allocateSlugs(
+    trx,
+    'location',
+    renamed.map(({ u, base }) => ({ base, ownerId: u.e.id })),
+  );
+  renamed.forEach(({ u }, i) => {
+    u.loc.public_slug = slugs[i]!;
+  });
+  // Every Location has an Address; one without (written by hand, say) gets its first one now.
+  const homeless = updates.filter((u) => u.e.address_id === null);
+  const { addresses: homeIds } = await takeIds(trx, 0, homeless.length);
+  homeless.forEach((u, i) => {
+    u.addr.id = homeIds[i]!;
+    u.loc.address_id = homeIds[i]!;
+  });
+  await insertAddresses(
+    trx,
+    homeless.map((u) => u.addr),
+  );
+  await updateAddresses(
+    trx,
+    updates
+      .filter((u) => u.addressChanged && u.e.address_id !== null)
+      .map((u) => ({ ...u.addr, bump: u.loc.bump })),
+  );
+  await updateLocations(
+    trx,
+    updates.map((u) => u.loc),
+    runId,
+  );
+  await recordSlugs(
+    trx,
+    'location',
+    renamed.map(({ u }) => ({ slug: u.loc.public_slug, ownerId: u.e.id })),
+  );
+}
