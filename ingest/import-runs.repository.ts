@@ -3,6 +3,7 @@ import type {
   Database,
   ImportFeed,
   ImportOptionsJson,
+  ImportRowOutcome,
   ImportRunPartsTable,
   ImportRunsTable,
 } from '../shared/database.js';
@@ -15,17 +16,8 @@ import type { Db } from '../shared/db.js';
 export type ImportRun = Omit<Selectable<ImportRunsTable>, 'options'> & { options: ImportOptionsJson };
 export type ImportPart = Selectable<ImportRunPartsTable>;
 
-/** The counter columns a batch adds to (on the run's row and its part's). */
-const COUNT_COLUMNS = [
-  'rows_read',
-  'inserted',
-  'updated',
-  'unchanged',
-  'rejected',
-  'warnings',
-  'duplicates',
-] as const;
-export type BatchCounts = Record<(typeof COUNT_COLUMNS)[number], number>;
+/** The counters a batch adds to (on the run's row and its part's). */
+export type BatchCounts = Record<'rows_read' | Exclude<ImportRowOutcome, 'closed'>, number>;
 
 /** The options column is jsonb; pg parses it, only its declared type needs the nudge. */
 const asRun = <T>(row: T) => row as unknown as ImportRun;

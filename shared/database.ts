@@ -144,6 +144,18 @@ export interface PublicSlugCountersTable {
 export type ImportFeed = 'registrar' | 'locations';
 export type ImportStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
 
+/** What an import run counts of its rows: counter columns of import_runs (all but `closed` also of its parts). */
+export const IMPORT_ROW_OUTCOMES = [
+  'inserted',
+  'updated',
+  'unchanged',
+  'rejected',
+  'warnings',
+  'duplicates',
+  'closed',
+] as const;
+export type ImportRowOutcome = (typeof IMPORT_ROW_OUTCOMES)[number];
+
 export interface ImportOptionsJson {
   country?: string;
   full?: boolean;

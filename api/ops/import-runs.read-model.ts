@@ -1,18 +1,11 @@
 import { sql } from 'kysely';
-import type { ImportFeed, ImportStatus } from '../../shared/database.js';
+import {
+  type ImportFeed,
+  type ImportStatus,
+  IMPORT_ROW_OUTCOMES as ROW_OUTCOMES,
+  type ImportRowOutcome as RowOutcome,
+} from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
-
-/** The row outcomes an import run counts (columns of import_runs). */
-export const ROW_OUTCOMES = [
-  'inserted',
-  'updated',
-  'unchanged',
-  'rejected',
-  'warnings',
-  'duplicates',
-  'closed',
-] as const;
-export type RowOutcome = (typeof ROW_OUTCOMES)[number];
 
 /** Feed rows processed by all import runs, summed per feed and outcome. */
 export async function importRowTotals(

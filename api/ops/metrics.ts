@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { IMPORT_ROW_OUTCOMES } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
-import { importRowTotals, importRunCounts, ROW_OUTCOMES } from './import-runs.read-model.js';
+import { importRowTotals, importRunCounts } from './import-runs.read-model.js';
 import { indexLagSeconds, pendingIndexChanges } from './search-outbox.read-model.js';
 
 /** What gauges read at scrape time. A queue is anything with BullMQ's getJobCounts. */
@@ -58,7 +59,7 @@ export function createMetrics(sources: MetricsSources): ApiMetrics {
       this.reset();
       try {
         for (const row of await importRowTotals(sources.db))
-          for (const o of ROW_OUTCOMES) this.set({ feed: row.feed, outcome: o }, row[o]);
+          for (const o of IMPORT_ROW_OUTCOMES) this.set({ feed: row.feed, outcome: o }, row[o]);
       } catch (error) {
         report('import rows', error);
       }
