@@ -5,12 +5,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { createAccount } from '../api/accounts/account.service.js';
 import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
-import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL } from './local-services.js';
+import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { HEADER, row } from './location-sheet.js';
 import { writeRegistrarFile } from './registrar-generate.js';
 
@@ -50,15 +49,7 @@ const dbUrl = (() => {
 })();
 const prefix = `bizdir-bench-${tag}`;
 
-async function admin(sqlText: string) {
-  const c = new pg.Client({ connectionString: ADMIN });
-  await c.connect();
-  try {
-    await c.query(sqlText);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (text: string) => runStatement(ADMIN, text);
 
 interface Server {
   child: ChildProcess;

@@ -1,12 +1,11 @@
 import { rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
-import { LOCAL_PG_ADMIN_URL } from './local-services.js';
+import { LOCAL_PG_ADMIN_URL, runStatement } from './local-services.js';
 import { writeRegistrarFile } from './registrar-generate.js';
 
 /**
@@ -26,15 +25,7 @@ const config = loadConfig();
 const url = new URL(ADMIN);
 url.pathname = `/${dbName}`;
 
-async function admin(text: string) {
-  const c = new pg.Client({ connectionString: ADMIN });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (text: string) => runStatement(ADMIN, text);
 
 const dir = process.env.PROFILE_DIR ?? '/tmp';
 const file = path.join(dir, `registrar-profile-${N}.csv`);

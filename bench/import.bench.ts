@@ -12,7 +12,7 @@ import { REGISTRAR_HEADER_LINE } from '../ingest/registrar/registrar.parser.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../jobs/queue.js';
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { copyLine } from '../shared/pg-copy.js';
-import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL } from './local-services.js';
+import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { rowOf, writeRegistrarFile } from './registrar-generate.js';
 
 /**
@@ -45,15 +45,7 @@ const outDir = path.join(ROOT, 'bench/out');
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
 const rate = (rows: number, ms: number) => Math.round(rows / (ms / 1000));
 
-async function admin(sqlText: string) {
-  const c = new pg.Client({ connectionString: ADMIN });
-  await c.connect();
-  try {
-    await c.query(sqlText);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (text: string) => runStatement(ADMIN, text);
 
 const RAW_TABLE = `create unlogged table bench_raw (${Array.from({ length: 55 }, (_, i) => `c${i + 1} text`).join(', ')})`;
 

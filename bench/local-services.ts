@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { LOCAL_DEFAULTS } from '../shared/config.js';
 
 /**
@@ -12,3 +13,14 @@ export const LOCAL_PG_ADMIN_URL = (() => {
 })();
 
 export const LOCAL_REDIS_URL = LOCAL_DEFAULTS.redisUrl;
+
+/** Runs one statement on its own connection (CREATE/DROP DATABASE cannot share a transaction). */
+export async function runStatement(url: string, text: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(text);
+  } finally {
+    await c.end();
+  }
+}

@@ -14,7 +14,7 @@ import { pendingChanges } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
-import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL } from './local-services.js';
+import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { prng } from './org-names.js';
 import { describeNames, generateRegister } from './register/generate.js';
 import { coined } from './register/names.js';
@@ -70,15 +70,7 @@ function report(label: string, value: string) {
 }
 
 /** One statement on its own connection (the admin database by default). */
-async function admin(sqlText: string, url = ADMIN) {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(sqlText);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (text: string, url = ADMIN) => runStatement(url, text);
 
 /** Resident memory of a process: peak (VmHWM), and the current anonymous and file-backed parts. */
 function memory(pid: number): { peak: number; anon: number; file: number } {
