@@ -8,6 +8,7 @@ import type {
 } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
 import * as repo from './import-runs.repository.js';
+import { csvEntriesOf } from './source.js';
 
 /**
  * The import run's state, in one place: its statuses, how a run and its parts start, advance, fail
@@ -75,13 +76,22 @@ export const setRunJobId = repo.setRunJobId;
 export const setPartJobIds = repo.setPartJobIds;
 
 /**
- * The run's parts. A run recorded without part rows (by a schedule, or before parts existed) has one
- * part: its source; it is recorded here the first time it is asked for.
+ * The run's parts. A run recorded without part rows (by a schedule, or before parts existed) gets
+ * them the first time they are asked for, as `bizdir import` would have made them: one part per CSV
+ * of a zip holding several (local or a `.zip` URL), else one part, its source. A source that cannot
+ * be listed here is one part, whose read then fails with the source's own error.
  */
 export async function partsOf(db: Db, run: ImportRun): Promise<ImportPart[]> {
   const parts = await repo.getParts(db, run.id);
   if (parts.length > 0) return parts;
-  await repo.insertParts(db, run.id, [{ source: run.source, entry: null }]);
+  const entries = await csvEntriesOf(run.source).catch(() => []);
+  await repo.insertParts(
+    db,
+    run.id,
+    entries.length > 0
+      ? entries.map((entry) => ({ source: run.source, entry }))
+      : [{ source: run.source, entry: null }],
+  );
   return repo.getParts(db, run.id);
 }
 

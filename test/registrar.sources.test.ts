@@ -6,7 +6,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createImportRun } from '../ingest/import-run.js';
+import { createImportRun, createScheduledRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { csvEntriesOf, openSource } from '../ingest/source.js';
 import { createTestDb, type TestDb } from './support/db.js';
@@ -195,6 +195,30 @@ describe('feed sources', () => {
       .orderBy('part_no')
       .execute();
     expect(parts).toEqual(entries.map((entry) => ({ entry, status: 'succeeded' })));
+  });
+
+  it('a scheduled run of a zip URL holding several CSVs reads one part per CSV', async () => {
+    const url = `${base}/ranged/parts.zip`;
+    const scheduled = await createScheduledRun(t.db, {
+      feed: 'registrar',
+      source: url,
+      options: { country: 'GB', full: false },
+      scheduleName: 'register',
+      slot: new Date('2026-11-01T06:00:00Z'),
+      fingerprint: null,
+      status: 'queued',
+    });
+    const run = await runImport({ db: t.db, batchSize: 3, config: FEED_CONFIG }, scheduled.id);
+    expect(run).toMatchObject({ status: 'succeeded', inserted: 8, rejected: 2 });
+    const parts = await t.db
+      .selectFrom('import_run_parts')
+      .select(['entry', 'status'])
+      .orderBy('part_no')
+      .execute();
+    expect(parts).toEqual([
+      { entry: 'BasicCompanyData-part1_2.csv', status: 'succeeded' },
+      { entry: 'BasicCompanyData-part2_2.csv', status: 'succeeded' },
+    ]);
   });
 
   it('reports a missing local file', async () => {
