@@ -13,7 +13,7 @@ import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../jobs
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { copyLine } from '../shared/pg-copy.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
-import { rowOf, writeRegistrarFile } from './registrar-generate.js';
+import { namesOf, rowOf, writeRegistrarFile } from './registrar-generate.js';
 
 /**
  * Registrar import benchmark: `npm run bench:import -- [N]` (default 1,000,000 rows).
@@ -133,13 +133,14 @@ function peakRssMb(pid: number): number {
 async function writeParts(base: string, n: number, rows: number): Promise<string[]> {
   const files: string[] = [];
   const per = Math.ceil(rows / n);
+  const nextName = namesOf(rows);
   for (let p = 0; p < n; p++) {
     const file = `${base}-part${p + 1}_${n}.csv`;
     const out = createWriteStream(file);
     out.write(`${REGISTRAR_HEADER_LINE}\n`);
     let chunk: string[] = [];
     for (let i = p * per + 1; i <= Math.min(rows, (p + 1) * per); i++) {
-      chunk.push(rowOf(i, false));
+      chunk.push(rowOf(i, false, nextName()));
       if (chunk.length === 1000) {
         if (!out.write(`${chunk.join('\n')}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
         chunk = [];

@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { REGISTRAR_HEADER_LINE } from '../ingest/registrar/registrar.parser.js';
 import { registrarFields, registrarLine } from '../test/support/registrar-csv.js';
+import { TOWNS } from './register/generate.js';
+import { NameGenerator } from './register/names.js';
 
 /**
  * Writes N register rows in the real format (real header, every field quoted), varied like the real
@@ -26,32 +28,7 @@ const WORDS = [
   'ATLAS',
   'CEDAR',
 ];
-const KINDS = [
-  'WIDGETS',
-  'CONSULTING',
-  'HOLDINGS',
-  'TRADING',
-  'SERVICES',
-  'PROPERTIES',
-  'VENTURES',
-  'DESIGN',
-  'LOGISTICS',
-  'FOODS',
-];
-const SUFFIXES = ['LTD', 'LIMITED', 'LTD.', 'PLC', 'LLP', 'LP', 'C.I.C.', 'CIC', '', 'GMBH'];
 const PREFIXES = ['', '', '', '', '', 'SC', 'NI', 'OC', 'SL', 'FC'];
-const TOWNS = [
-  'LONDON',
-  'LEEDS',
-  'BRISTOL',
-  'GLASGOW',
-  'BELFAST',
-  'CARDIFF',
-  'YORK',
-  'HULL',
-  'BATH',
-  'DERBY',
-];
 const COUNTRIES = [
   'ENGLAND',
   'UNITED KINGDOM',
@@ -77,12 +54,15 @@ export function numberOf(i: number): string {
   return prefix + String(i).padStart(8 - prefix.length, '0');
 }
 
-export function rowOf(i: number, changed: boolean): string {
-  const name = `${WORDS[i % 16]} ${KINDS[(i >> 4) % 10]} ${i} ${SUFFIXES[i % 10]}`.trim();
+/**
+ * Row `i` of the generated register. `name` comes from namesOf (the register's shapes, a vocabulary
+ * that grows with the register), the same for row `i` in every file of one size.
+ */
+export function rowOf(i: number, changed: boolean, name: string): string {
   return registrarLine(
     registrarFields(numberOf(i), name, {
       'RegAddress.AddressLine1': `${(i % 200) + 1}, ${WORDS[(i >> 3) % 16]} STREET`,
-      'RegAddress.PostTown': changed ? `NEW ${TOWNS[i % 10]}` : TOWNS[i % 10]!,
+      'RegAddress.PostTown': changed ? `NEW ${TOWNS[i % TOWNS.length]}` : TOWNS[i % TOWNS.length]!,
       'RegAddress.Country': COUNTRIES[(i >> 2) % 10]!,
       'RegAddress.PostCode': `AB${i % 90} ${i % 9}CD`,
       IncorporationDate: i % 5000 === 7 ? '31/02/2019' : `${(i % 28) + 1}/${(i % 12) + 1}/${1950 + (i % 75)}`,
@@ -92,12 +72,19 @@ export function rowOf(i: number, changed: boolean): string {
   );
 }
 
+/** The names of a register of `n` companies, in row order (deterministic: seed 1). */
+export function namesOf(n: number): () => string {
+  const gen = new NameGenerator(1, n);
+  return () => gen.next();
+}
+
 export async function writeRegistrarFile(file: string, n: number, changeEvery = 0): Promise<void> {
+  const nextName = namesOf(n);
   const out = createWriteStream(file, { highWaterMark: 1 << 20 });
   out.write(`${REGISTRAR_HEADER_LINE}\n`);
   let chunk: string[] = [];
   for (let i = 1; i <= n; i++) {
-    chunk.push(rowOf(i, changeEvery > 0 && i % changeEvery === 0));
+    chunk.push(rowOf(i, changeEvery > 0 && i % changeEvery === 0, nextName()));
     if (chunk.length === 1000 || i === n) {
       if (!out.write(`${chunk.join('\n')}\n`)) await once(out, 'drain');
       chunk = [];

@@ -19,7 +19,7 @@ export interface Register {
   orgs: number;
 }
 
-const TOWNS = [
+export const TOWNS = [
   'LONDON',
   'LEEDS',
   'BRISTOL',
