@@ -16,6 +16,7 @@ import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { prng } from './org-names.js';
+import { MemoryWatch, memory } from './process-memory.js';
 import { describeNames, generateRegister } from './register/generate.js';
 import { coined } from './register/names.js';
 
@@ -71,33 +72,6 @@ function report(label: string, value: string) {
 
 /** One statement on its own connection (the admin database by default). */
 const admin = (text: string, url = ADMIN) => runStatement(url, text);
-
-/** Resident memory of a process: peak (VmHWM), and the current anonymous and file-backed parts. */
-function memory(pid: number): { peak: number; anon: number; file: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
-  return { peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
-}
-
-class MemoryWatch {
-  peakAnon = 0;
-  peakFile = 0;
-  peakTotal = 0;
-  private timer: NodeJS.Timeout;
-  constructor(private readonly pid: number) {
-    this.timer = setInterval(() => this.sample(), 500);
-  }
-  sample() {
-    const m = memory(this.pid);
-    this.peakAnon = Math.max(this.peakAnon, m.anon);
-    this.peakFile = Math.max(this.peakFile, m.file);
-    this.peakTotal = Math.max(this.peakTotal, m.anon + m.file);
-  }
-  stop() {
-    clearInterval(this.timer);
-    this.sample();
-  }
-}
 
 function bizdir(cmd: string[], env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', 'bin/bizdir.ts', ...cmd], {

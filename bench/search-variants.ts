@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Meilisearch, type Settings } from 'meilisearch';
@@ -7,6 +7,7 @@ import { startMeiliServer } from '../bin/local/meili-server.js';
 import { ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
 import { foldName } from '../search/name-text.js';
 import { toOrgDocument } from '../search/org-document.js';
+import { MemoryWatch } from './process-memory.js';
 import { NameGenerator } from './register/names.js';
 
 /**
@@ -164,29 +165,6 @@ const VARIANTS: Variant[] = [
   { name: 'shipped-upfront', doc: shipped, load: ORG_INDEX_SETTINGS },
 ];
 
-/** Meilisearch's resident memory, sampled: the highest anonymous and file-backed parts seen. */
-class MemoryWatch {
-  anon = 0;
-  file = 0;
-  private readonly timer: NodeJS.Timeout;
-  constructor(private readonly pid: number) {
-    this.timer = setInterval(() => this.sample(), 250);
-  }
-  sample(): void {
-    let text = '';
-    try {
-      text = readFileSync(`/proc/${this.pid}/status`, 'utf8');
-    } catch {
-      return;
-    }
-    const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(text)?.[1] ?? 0) * 1024;
-    this.anon = Math.max(this.anon, kb('RssAnon'));
-    this.file = Math.max(this.file, kb('RssFile'));
-  }
-  stop(): void {
-    clearInterval(this.timer);
-  }
-}
 const mib = (bytes: number) => `${Math.round(bytes / 1048576)} MiB`;
 
 function mdbBreakdown(dir: string): string[] {
@@ -271,7 +249,7 @@ async function main(): Promise<void> {
       const dir = path.join(dataDir, 'data.ms', 'indexes', dirs[dirs.length - 1]!);
       const perOrg = (bytes: number) => `${(bytes / ORGS).toFixed(0)} B/Org`;
       console.log(
-        `${v.name}: ${(ms / 1000).toFixed(1)} s, used ${perOrg(stats.usedDatabaseSize - base.usedDatabaseSize)}, file ${perOrg(stats.databaseSize - base.databaseSize)}, raw docs ${perOrg(idx.rawDocumentDbSize ?? 0)}, Meilisearch RSS peaks: anon ${mib(watch.anon)}, file-backed ${mib(watch.file)}`,
+        `${v.name}: ${(ms / 1000).toFixed(1)} s, used ${perOrg(stats.usedDatabaseSize - base.usedDatabaseSize)}, file ${perOrg(stats.databaseSize - base.databaseSize)}, raw docs ${perOrg(idx.rawDocumentDbSize ?? 0)}, Meilisearch RSS peaks: anon ${mib(watch.peakAnon)}, file-backed ${mib(watch.peakFile)}`,
       );
       if (args.includes('--mdb')) for (const line of mdbBreakdown(dir)) console.log(line);
       await waitTask(meili, meili.deleteIndex(uid));
