@@ -11,7 +11,7 @@ import { type AliasedRawBuilder, sql } from 'kysely';
  * the compiler check both the written table's columns and the columns read from the rows, which a
  * raw SQL template cannot.
  */
-export type PgArrayOf = 'text' | 'bigint' | 'integer' | 'boolean' | 'date' | 'jsonb' | 'timestamptz';
+export type PgArrayOf = 'text' | 'bigint' | 'integer' | 'boolean' | 'date';
 
 export function bulkRows<R extends Record<string, unknown>, A extends string>(
   alias: A,

@@ -301,24 +301,21 @@ async function openUrl(url: string, tmpDir: string, entry: string | null): Promi
     : /gzip/i.test(type) && kindFromName(name) !== 'zip'
       ? 'gz'
       : kindFromName(name);
-  const body = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
-  if (kind !== 'zip') return wrap(url, body, total, kind === 'gz', async () => {});
+  if (kind !== 'zip') return wrap(url, bodyOf(response), total, kind === 'gz', async () => {});
 
-  const tmp = await download(response, url, tmpDir, body);
+  const tmp = await download(response, url, tmpDir);
   return openLocal(tmp, tmp, entry);
 }
 
+const bodyOf = (response: Response) =>
+  Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
+
 /** Downloads a response body to a temporary file (removed on failure). */
-async function download(
-  response: Response,
-  url: string,
-  tmpDir: string,
-  body = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>),
-): Promise<string> {
+async function download(response: Response, url: string, tmpDir: string): Promise<string> {
   await fs.mkdir(tmpDir, { recursive: true });
   const tmp = path.join(tmpDir, `bizdir-feed-${process.pid}-${Date.now().toString(36)}.zip`);
   try {
-    await pipeline(body, createWriteStream(tmp));
+    await pipeline(bodyOf(response), createWriteStream(tmp));
   } catch (error) {
     await fs.rm(tmp, { force: true });
     throw new SourceError(`cannot download ${url}: ${(error as Error).message}`, false);
