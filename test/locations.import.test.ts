@@ -331,12 +331,16 @@ describe('Org linking', () => {
     expect(rows.get('HL-LDN')!.description).toBe('Moved upstairs.');
   });
 
-  it('links by --org given as a stable Org domain', async () => {
-    const org = await t.db
+  /** The Org of company SC612345 (Glen Orrin), with what its stable domain is made of. */
+  const glenOrrin = () =>
+    t.db
       .selectFrom('orgs')
       .select(['id', 'uid', 'domain_cc'])
       .where('registration_number', '=', 'SC612345')
       .executeTakeFirstOrThrow();
+
+  it('links by --org given as a stable Org domain', async () => {
+    const org = await glenOrrin();
     const sheet = await tempSheet(
       'Store code,Business name,Address line 1,Country\nGO-EDI,Glen Orrin Edinburgh,1 Royal Mile,GB\n',
     );
@@ -345,11 +349,7 @@ describe('Org linking', () => {
   });
 
   it('reads Org domains against the DOMAIN_SUFFIX the run is given, not a default of its own', async () => {
-    const org = await t.db
-      .selectFrom('orgs')
-      .select(['id', 'uid', 'domain_cc'])
-      .where('registration_number', '=', 'SC612345')
-      .executeTakeFirstOrThrow();
+    const org = await glenOrrin();
     // The row of the test above again: nothing changes when it links to the same Org.
     const sheet = await tempSheet(
       'Store code,Business name,Address line 1,Country\nGO-EDI,Glen Orrin Edinburgh,1 Royal Mile,GB\n',
