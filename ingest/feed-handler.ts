@@ -120,7 +120,7 @@ export interface PreparedFeed<R> {
    * were last written from): by index in `records`, the record to load in their place. They are
    * neither split, checked nor normalized.
    */
-  recognize?(db: Db, records: readonly CsvRecord[]): Promise<Map<number, R>>;
+  recognize?(db: Db, records: readonly CsvRecord[], ctx: BatchContext): Promise<Map<number, R>>;
   loadBatch(
     trx: Transaction<Database>,
     rows: readonly BatchRow<R>[],

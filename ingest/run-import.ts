@@ -554,7 +554,9 @@ async function readSource(
       if (seen <= skip) return { checkpoint: seen, records: [], rows: [], issues: [] };
       const records = start < skip ? step.value.slice(skip - start) : step.value;
       // Rows the feed knows unchanged by their raw text skip splitting and normalizing altogether.
-      const known = prepared.recognize ? await prepared.recognize(db, records) : new Map<number, unknown>();
+      const known = prepared.recognize
+        ? await prepared.recognize(db, records, ctx)
+        : new Map<number, unknown>();
       const rest = known.size === 0 ? records : records.filter((_, i) => !known.has(i));
       const normalized = await normalizeBatch(prepared, splitFields(rest), csv.header.length);
       const knownRows = [...known].map(([i, record]) => ({

@@ -70,9 +70,9 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
             result.warnings.length === 0 ? (batchPrints.get(raw) ?? fingerprintOf(raw)) : null;
         return result;
       },
-      recognize: (db, records) => {
+      recognize: (db, records, ctx) => {
         batchPrints = new Map();
-        return recognizeUnchanged(db, country, index.number, remembered, records);
+        return recognizeUnchanged(db, { country, runId: ctx.runId }, index.number, remembered, records);
       },
       loadBatch: async (trx, rows, ctx) => {
         await stageRows(trx, ctx.runId, ctx.partNo, rows);

@@ -40,6 +40,11 @@ export interface RegistrarRecord {
    * (the Org's stored hash) and fingerprint are set; nothing was split or normalized.
    */
   known?: true;
+  /**
+   * Of a recognised row: the register's write count (registerWritesSql in registrar.recognize.ts) in
+   * the snapshot its Org was read in. While it has not moved, the Org is still as recognised.
+   */
+  seen?: string;
 }
 
 const empty = (v: string): string | null => (v === '' ? null : v);

@@ -22,10 +22,24 @@ export function rowFingerprint(country: string, headerRaw: string): (raw: string
   return (raw) => hash('md5', prefix + raw, 'base64url');
 }
 
+/**
+ * How many times runs of the register of `country` other than `runId` have written to it: the sum of
+ * their merged company numbers and of the Orgs their `--full` closed. Every transaction that writes a
+ * register's Orgs moves it (a merge chunk adds its numbers to its run's `merged_rows`, `--full`'s
+ * closing sets `closed` when the run succeeds), in the same transaction, and nothing takes from it.
+ * So an Org read in the same snapshot as this count is still as read as long as the count has not
+ * moved: the merge counts a recognised row whose count is still current as unchanged without probing
+ * its Org again (registrar.stage.ts nextWinners). Its own run is left out (its own chunks only write
+ * company numbers other than those still to merge).
+ */
+export const registerWritesSql = (country: string, runId: number) => sql<string>`(
+  select coalesce(sum(merged_rows + closed), 0)::bigint from import_runs
+  where feed = 'registrar' and coalesce(options->>'country', 'GB') = ${country} and id <> ${Math.trunc(runId)})`;
+
 /** By index in `records`: the rows whose company's Org was last written from this very row text. */
 export async function recognizeUnchanged(
   db: Db,
-  country: string,
+  { country, runId }: { country: string; runId: number },
   numberColumn: number,
   fingerprintOf: (raw: string) => string,
   records: readonly CsvRecord[],
@@ -45,9 +59,16 @@ export async function recognizeUnchanged(
   // planned as a sequential scan of every Org up to about half a million of them (50 ms a batch at
   // 200,000 Orgs, growing with the register). `limit 1` (the key is unique) keeps the planner from
   // flattening the lateral subquery back into that hash join.
-  const { rows } = await sql<{ number: string; content_hash: string; source_fingerprint: string }>`
-    select o.registration_number as number, o.content_hash, o.source_fingerprint
-    from unnest(${keyed.map((k) => k.number)}::text[]) as k(number)
+  // The register's write count comes from the same statement, so from the same snapshot as the Orgs.
+  const { rows } = await sql<{
+    number: string;
+    content_hash: string;
+    source_fingerprint: string;
+    seen: string;
+  }>`
+    with g as materialized (select ${registerWritesSql(country, runId)} as seen)
+    select o.registration_number as number, o.content_hash, o.source_fingerprint, g.seen
+    from g cross join unnest(${keyed.map((k) => k.number)}::text[]) as k(number)
     cross join lateral (
       select registration_number, content_hash, source_fingerprint from orgs
       where registration_country = ${country} and registration_number = k.number
@@ -63,6 +84,7 @@ export async function recognizeUnchanged(
       orgHash: org.content_hash,
       fingerprint: k.fingerprint,
       known: true,
+      seen: String(org.seen),
       name: '',
       informal_name: '',
       registration_date: null,

@@ -5,6 +5,7 @@ import { slugify } from '../../shared/domains.js';
 import { copyInto, copyLine } from '../../shared/pg-copy.js';
 import type { BatchRow } from '../feed-handler.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
+import { registerWritesSql } from './registrar.recognize.js';
 
 /**
  * A register run's staging table: every accepted row of every part, as normalized, with where it
@@ -46,6 +47,7 @@ const COLUMNS = [
   'org_hash',
   'slug',
   'fingerprint',
+  'seen',
 ] as const;
 
 /** name ... address_hash of a recognised row. */
@@ -58,7 +60,15 @@ export interface StagedRow {
 }
 
 export async function createStage(db: Db, runId: number): Promise<void> {
-  if (await stageExists(db, runId)) return;
+  if (await stageExists(db, runId)) {
+    // A stage made by the release before `seen` (a run in flight across an upgrade) gets the column.
+    const { rows } = await sql<{ ok: boolean }>`
+      select exists (select 1 from pg_attribute where attrelid = to_regclass(${stageTableOf(runId)})
+        and attname = 'seen' and not attisdropped) as ok`.execute(db);
+    if (rows[0]?.ok !== true)
+      await sql`alter table ${table(runId)} add column if not exists seen bigint`.execute(db);
+    return;
+  }
   // Parts starting at once on several workers: `create table if not exists` is not safe against a
   // concurrent create of the same name (it fails on pg_type's unique index, seen in bench:import's
   // 2-worker run, and the part job had to be retried), so the creators take turns.
@@ -79,7 +89,9 @@ async function createStageTable(trx: Transaction<Database>, runId: number): Prom
       address_hash text, org_hash text not null,
       -- slugify(name), worked out while the parts are read (in parallel) rather than in the merge
       slug text,
-      fingerprint text
+      fingerprint text,
+      -- of a recognised row: the register's write count when its Org was read (registerWritesSql)
+      seen bigint
     ) with (autovacuum_enabled = false)`.execute(trx);
 }
 
@@ -110,7 +122,16 @@ export async function stageRows(
 ): Promise<void> {
   const lines = rows.map(({ line, record: r }) =>
     r.known
-      ? copyLine([partNo, line, r.number, ...NO_PAYLOAD, r.orgHash, null, r.fingerprint ?? null])
+      ? copyLine([
+          partNo,
+          line,
+          r.number,
+          ...NO_PAYLOAD,
+          r.orgHash,
+          null,
+          r.fingerprint ?? null,
+          r.seen ?? null,
+        ])
       : copyLine([
           partNo,
           line,
@@ -132,6 +153,7 @@ export async function stageRows(
           r.orgHash,
           slugify(r.name),
           r.fingerprint ?? null,
+          null,
         ]),
   );
   await copyInto(trx, stageTableOf(runId), COLUMNS, lines);
@@ -200,25 +222,32 @@ export async function nextWinners(
   after: string,
   upto: string | null,
 ): Promise<Winner[]> {
+  // `fresh`: a row recognised unchanged while its part was read, and no other run has written to the
+  // register since (registerWritesSql; the caller holds the register's lock, so none can meanwhile):
+  // its Org is still as recognised, so it is unchanged without probing the Org again.
   const { rows } = await sql<Winner>`
-    with w as (
-      select distinct on (number) ctid as at, number, part_no, line, org_hash, slug, fingerprint
-      from ${table(runId)}
-      where number > ${after} ${upto === null ? sql`` : sql`and number <= ${upto}`}
-      order by number, part_no desc, line desc)
+    with g as materialized (select ${registerWritesSql(country, runId)} as writes),
+    w as (
+      select s.*, coalesce(s.seen = g.writes, false) as fresh from (
+        select distinct on (number) ctid as at, number, part_no, line, org_hash, slug, fingerprint, seen
+        from ${table(runId)}
+        where number > ${after} ${upto === null ? sql`` : sql`and number <= ${upto}`}
+        order by number, part_no desc, line desc) s cross join g)
     select w.at::text as at, w.number, w.part_no, w.line, o.id as org_id,
-      coalesce(o.content_hash = w.org_hash and o.left_register_on is null
+      w.fresh or coalesce(o.content_hash = w.org_hash and o.left_register_on is null
                and o.registered_address_id is not null, false) as same,
-      case when o.id is null then w.slug end as slug,
-      coalesce(o.source_fingerprint is distinct from w.fingerprint, false) as refresh,
-      case when o.id is null then (select l.label from ${labelsTable(runId)} l where l.number = w.number) end
-        as label
+      case when o.id is null and not w.fresh then w.slug end as slug,
+      not w.fresh and coalesce(o.source_fingerprint is distinct from w.fingerprint, false) as refresh,
+      case when o.id is null and not w.fresh
+        then (select l.label from ${labelsTable(runId)} l where l.number = w.number) end as label
     -- One index probe per number (lateral): a join was planned as a hash join over a sequential scan
     -- of the register's Orgs for every chunk (70 ms a chunk at 200,000 Orgs, quadratic in its size).
-    -- LIMIT 1 (the key is unique) keeps the planner from flattening it back into that join.
+    -- LIMIT 1 (the key is unique) keeps the planner from flattening it back into that join. None for
+    -- a fresh row (the condition on w.fresh is checked once per row, before the probe).
     from w left join lateral (
       select id, content_hash, left_register_on, registered_address_id, source_fingerprint from orgs
-      where registration_country = ${country} and registration_number = w.number limit 1) o on true
+      where not w.fresh and registration_country = ${country} and registration_number = w.number
+      limit 1) o on true
     order by w.number`.execute(trx);
   return rows.map((r) => ({
     ...r,
