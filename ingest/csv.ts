@@ -60,6 +60,13 @@ interface RawRecord {
 
 const CR = 13;
 const NUL = '\u0000';
+/**
+ * One whole record and its line break, from where it starts: runs outside quotes and quoted
+ * stretches (a doubled quote is two stretches side by side; a quoted stretch may hold line breaks).
+ * Sticky: it matches at `lastIndex` or not at all. Matching a record in one native call was 2-3
+ * times faster than jumping from quote to quote with indexOf (the register quotes all 55 fields).
+ */
+const RECORD = /[^"\n]*(?:"[^"]*"[^"\n]*)*\n/y;
 const NUL_SHOWN = '\u2400';
 
 /**
@@ -95,10 +102,32 @@ async function* rawRecords(stream: Readable, maxChars: number): AsyncGenerator<R
     start = end + 1;
   };
 
+  // Whole records first (RECORD), as long as they are complete and of a sane length: the common case.
+  // What is left (a partial record at the end of the text, or an overlong one) goes to `scan`.
+  const wholeRecords = (): void => {
+    // A partial record left by the last chunk is read again from its start (the same result as
+    // going on from where `scan` stopped in it: the scan only depends on the text from `start`).
+    pos = start;
+    inQuotes = false;
+    linesInRecord = 0;
+    RECORD.lastIndex = start;
+    while (RECORD.test(buf)) {
+      const nl = RECORD.lastIndex - 1;
+      if (nl - start > maxChars) break;
+      // A record with quoted line breaks counts them (its first line break is not its end).
+      const first = buf.indexOf('\n', start);
+      if (first < nl) for (let i = first; i < nl; i = buf.indexOf('\n', i + 1)) linesInRecord++;
+      take(nl);
+      RECORD.lastIndex = start;
+    }
+    pos = start;
+  };
+
   // Jumps from quote to quote and line break to line break with indexOf (native, fast) instead of
   // looking at every character; the next line break is remembered until the scan passes it. Returns
   // the error that ends the file, after the records before it have been taken.
   const scan = (): FeedFormatError | undefined => {
+    wholeRecords();
     const len = buf.length;
     let nl = buf.indexOf('\n', pos);
     while (pos < len) {
@@ -214,8 +243,13 @@ export function parseRecords(records: RawRecord[]): CsvRecord[] {
 }
 
 /** Records whose fields are split later (splitFields), or not at all. */
+// Object literals of one shape: a spread (`{ ...r, ... }`) cost about 1 µs a record.
 const deferRecords = (records: RawRecord[]): CsvRecord[] =>
-  records.map((r) => ({ ...r, fields: [], deferred: true as const }));
+  records.map((r) =>
+    r.error === undefined
+      ? { line: r.line, raw: r.raw, fields: [], deferred: true as const }
+      : { line: r.line, raw: r.raw, error: r.error, fields: [], deferred: true as const },
+  );
 
 /** Splits the fields of deferred records (others are returned as they are). */
 export function splitFields(records: readonly CsvRecord[]): CsvRecord[] {
