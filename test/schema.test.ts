@@ -43,6 +43,51 @@ describe('schema', () => {
     expect(rows[0]).toEqual({ n: 100000, d: 100000 });
   });
 
+  it('stable ids: bizdir_uid as unrolled (migration 0014) gives every id the uid of the first version', async () => {
+    // The function as migration 0001 created it, under another name, to compare with.
+    await sql`
+      create function bizdir_uid_0001(n bigint) returns text
+      language plpgsql immutable strict parallel safe as $$
+      declare
+        l bigint := (n >> 20) & 1048575;
+        r bigint := n & 1048575;
+        t bigint;
+        v bigint;
+        s text := '';
+        i int;
+      begin
+        for i in 1..4 loop
+          t := r;
+          r := l # ((((r * 1103515245 + 12345 + i * 7919) >> 7) # (r << 3)) & 1048575);
+          l := t;
+        end loop;
+        v := (r << 20) | l;
+        for i in 1..8 loop
+          s := substr('0123456789abcdefghijklmnopqrstuvwxyz', (v % 36)::int + 1, 1) || s;
+          v := v / 36;
+        end loop;
+        return s;
+      end $$`.execute(t.db);
+    try {
+      const { rows } = await sql<{ n: number; differ: number }>`
+        with ids as (
+          select g as id from generate_series(0, 200000) g
+          union all select (random() * 1099511627775)::bigint from generate_series(1, 100000)
+          union all select unnest(array[1048575, 1048576, 1099511627775]::bigint[]))
+        select count(*)::int as n, count(*) filter (where bizdir_uid(id) <> bizdir_uid_0001(id))::int as differ
+        from ids`.execute(t.db);
+      expect(rows[0]).toEqual({ n: 300004, differ: 0 });
+    } finally {
+      await sql`drop function bizdir_uid_0001(bigint)`.execute(t.db);
+    }
+    const { rows } = await sql<{ a: string; b: string; z: string; top: string }>`
+      select bizdir_uid(1) as a, bizdir_uid(2) as b, bizdir_uid(0) as z, bizdir_uid(1099511627775) as top`.execute(
+      t.db,
+    );
+    expect(rows[0]).toEqual({ a: '56mjgdp6', b: '8l7hjk74', z: '6pqmce5a', top: '1alfws88' });
+    await expect(sql`select bizdir_uid(1099511627776)`.execute(t.db)).rejects.toThrow(/outside the id space/);
+  });
+
   it('refuses a second Org with the same registration', async () => {
     const values = {
       domain_cc: 'gb',
