@@ -170,8 +170,11 @@ export async function indexStage(db: Db, runId: number): Promise<void> {
   // Autovacuum never looks at this table: without statistics the planner may sort the whole table for
   // every chunk instead of walking the index.
   // Only the merge's key columns: statistics for all twenty text columns took 0.4-1.1 s per 200,000
-  // staged rows, and no merge query filters on the others.
-  await sql`analyze ${table(runId)} (number, part_no, line)`.execute(db);
+  // staged rows, and no merge query filters on the others. VACUUM as well: it marks the pages
+  // all-visible, so the chunks' bounds come from an index-only scan of the key (no heap fetch per
+  // staged row: 254 -> 80 ms of the bounds' 370 ms at 200,000 rows, load 11, for 147 ms of vacuum and
+  // analyze against 212 ms of analyze alone).
+  await sql`vacuum (analyze) ${table(runId)} (number, part_no, line)`.execute(db);
 }
 
 export interface Winner {
