@@ -2,7 +2,11 @@ import { hash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../../shared/db.js';
 import type { CsvRecord } from '../csv.js';
-import { normalizeCompanyNumber, type RegistrarRecord } from './registrar.normalize.js';
+import {
+  normalizeCompanyNumber,
+  type RegistrarAddress,
+  type RegistrarRecord,
+} from './registrar.normalize.js';
 import { rawField } from './registrar.parser.js';
 
 /**
@@ -14,6 +18,16 @@ import { rawField } from './registrar.parser.js';
  * normalized record, so the row is staged with the Org's own hash and never split.
  */
 const VERSION = 'registrar-row-2';
+
+const NO_ADDRESS: RegistrarAddress = Object.freeze({
+  line1: null,
+  line2: null,
+  line3: null,
+  city: null,
+  state: null,
+  zip: null,
+  country_code: null,
+});
 
 export function rowFingerprint(country: string, headerRaw: string): (raw: string) => string {
   // The header line (about 900 characters) is hashed once: hashing it again with every row tripled
@@ -91,15 +105,8 @@ export async function recognizeUnchanged(
       sic_code: null,
       company_status: null,
       company_category: null,
-      address: {
-        line1: null,
-        line2: null,
-        line3: null,
-        city: null,
-        state: null,
-        zip: null,
-        country_code: null,
-      },
+      // Never read (a recognised row is staged without its fields): one object for all of them.
+      address: NO_ADDRESS,
       addressHash: '',
     });
   }

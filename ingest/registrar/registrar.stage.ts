@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
-import { copyInto, copyLine } from '../../shared/pg-copy.js';
+import { copyField, copyInto, copyLine } from '../../shared/pg-copy.js';
 import type { BatchRow } from '../feed-handler.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 import { registerWritesSql } from './registrar.recognize.js';
@@ -50,8 +50,10 @@ const COLUMNS = [
   'seen',
 ] as const;
 
-/** name ... address_hash of a recognised row. */
-const NO_PAYLOAD = Array.from({ length: 14 }, () => null);
+/** name ... address_hash of a recognised row, in COPY text (14 nulls). */
+const NO_PAYLOAD = Array.from({ length: 14 }, () => '\\N').join('\t');
+/** A value of a recognised row that may be null, in COPY text. */
+const orNull = (v: string | null | undefined) => v ?? '\\N';
 
 export interface StagedRow {
   part_no: number;
@@ -122,16 +124,9 @@ export async function stageRows(
 ): Promise<void> {
   const lines = rows.map(({ line, record: r }) =>
     r.known
-      ? copyLine([
-          partNo,
-          line,
-          r.number,
-          ...NO_PAYLOAD,
-          r.orgHash,
-          null,
-          r.fingerprint ?? null,
-          r.seen ?? null,
-        ])
+      ? // Written out (most rows of a re-import are these): a normalized company number, a
+        // fingerprint and a count hold nothing COPY would escape (the stored hash is escaped anyway).
+        `${partNo}\t${line}\t${r.number}\t${NO_PAYLOAD}\t${copyField(r.orgHash)}\t\\N\t${orNull(r.fingerprint)}\t${orNull(r.seen)}\n`
       : copyLine([
           partNo,
           line,
