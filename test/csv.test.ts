@@ -134,6 +134,38 @@ describe('CSV reading of large chunks', () => {
     expect(whole[31]).toEqual({ line: 64, raw: 'last,row,here', fields: ['last', 'row', 'here'] });
   });
 
+  it('cuts whole records (quoted line breaks, doubled quotes) alike at any chunk size, fields deferred or not', async () => {
+    const text = ['a,b,c', '"1","x\ny",""""', '"4","5","6"', '"7",""",""",9', 'plain,row,here'].join('\n');
+    const read = async (chunk: number, deferFields: boolean) => {
+      const csv = await openCsv(streamOf(text, chunk), { batchSize: 2, deferFields });
+      const records: CsvRecord[] = [];
+      for await (const b of csv.batches) records.push(...b);
+      return records.map(({ line, raw, error }) => ({ line, raw, error }));
+    };
+    const whole = await read(1 << 20, false);
+    for (const chunk of [1, 3, 17, 64]) {
+      expect(await read(chunk, false)).toEqual(whole);
+      expect(await read(chunk, true)).toEqual(whole);
+    }
+    expect(whole).toEqual([
+      { line: 2, raw: '"1","x\ny",""""', error: undefined },
+      { line: 4, raw: '"4","5","6"', error: undefined },
+      { line: 5, raw: '"7",""",""",9', error: undefined },
+      { line: 6, raw: 'plain,row,here', error: undefined },
+    ]);
+  });
+
+  it('marks a quoted record longer than maxRecordChars even when its quotes close (whole records are cut only up to that length)', async () => {
+    const text = `a,b,c\n"${'L'.repeat(150)}",2,3\n"4","5","6"\n`;
+    const csv = await openCsv(streamOf(text, 1 << 20), { batchSize: 5, maxRecordChars: 100 });
+    const records: CsvRecord[] = [];
+    for await (const b of csv.batches) records.push(...b);
+    expect(records.map((r) => [r.line, r.error ?? null])).toEqual([
+      [2, expect.stringMatching(/unbalanced quotes/)],
+      [3, null],
+    ]);
+  });
+
   it('delivers the whole batches before an endless line, then fails', async () => {
     const text = `h\n1\n2\n3\n4\n5\n${'A'.repeat(300)}`;
     const csv = await openCsv(Readable.from([Buffer.from(text)]), { batchSize: 2, maxRecordChars: 100 });
