@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { FeedFormatError } from '../../shared/errors.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow } from '../feed-handler.js';
-import { recordRunKeys } from '../import-run-keys.repository.js';
+import { recordedRunKeys, recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';
 import { finishRun, recordFirstRows, settleDefaults } from './locations.close.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
@@ -10,11 +10,13 @@ import { locationKeyReader, rowFingerprinter } from './locations.key.js';
 import {
   BatchIssues,
   candidatesFrom,
+  createdByRun,
   findLocationStates,
   isSettled,
   keyOf,
   keysOf,
   type LocationRecord,
+  type LocationState,
   lastRowWins,
   type Pending,
   type RowRef,
@@ -189,8 +191,8 @@ export class LocationsLoader {
    *    now names (adopt);
    * 3. keyed rows that their fingerprint does not settle are normalized; of duplicate keys the later
    *    row wins;
-   * 4. the keys are recorded for the run (repeats across batches, `--full`), and rows settled by
-   *    their fingerprint are counted unchanged;
+   * 4. the keys are recorded for the run (repeats across batches, `--full`; see recordKeys), and rows
+   *    settled by their fingerprint are counted unchanged;
    * 5. the other rows are merged (unless merged ahead), compared by hash, and written.
    */
   async loadBatch(
@@ -202,7 +204,9 @@ export class LocationsLoader {
     const { candidates, refusedKeys } = await this.candidatesOf(trx, rows, issues);
 
     let states = await findLocationStates(trx, keysOf(candidates));
-    const moved = await this.adopt(trx, candidates, states, runId);
+    // Keys of Locations the run created in an earlier batch, as they were before this batch moved any.
+    const created = new Set(states.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : [])));
+    const { moved, left } = await this.adopt(trx, candidates, states, runId);
     const movedFrom = [...new Set(moved.values())];
     if (moved.size > 0) states = await findLocationStates(trx, keysOf(candidates));
     const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
@@ -217,7 +221,7 @@ export class LocationsLoader {
         unique.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
       );
     }
-    const seenBefore = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
+    const seenBefore = await this.recordKeys(trx, runId, { unique, refusedKeys, stateByKey, created, left });
     const split = splitSettled(unique, seenBefore, settled);
     this.eager = split.toMerge.length * 2 > unique.length;
 
@@ -250,6 +254,36 @@ export class LocationsLoader {
   }
 
   /**
+   * Records the batch's keys for the run and returns those an earlier batch met (repeats). A row with
+   * no stored Location records no key: the Location it creates carries the run's id and version 1
+   * (createdByRun), which says the same and saves a key row per new Location, most of a first
+   * import. Such keys are only looked up (an earlier batch may have refused them), before this batch
+   * records its own. A Location the run created that moves away leaves its old key recorded, so a
+   * later row naming that key still counts as a repeat.
+   */
+  private async recordKeys(
+    trx: Transaction<Database>,
+    runId: number,
+    batch: {
+      unique: readonly Pending[];
+      refusedKeys: readonly string[];
+      stateByKey: ReadonlyMap<string, LocationState>;
+      created: ReadonlySet<string>;
+      left: readonly LocationState[];
+    },
+  ): Promise<Set<string>> {
+    const fresh: string[] = [];
+    const known: string[] = [];
+    for (const p of batch.unique) (batch.stateByKey.has(p.key) ? known : fresh).push(p.key);
+    const seen = await recordedRunKeys(trx, runId, fresh);
+    const leftKeys = batch.left.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : []));
+    const repeats = await recordRunKeys(trx, runId, [...known, ...batch.refusedKeys, ...leftKeys]);
+    for (const key of repeats) seen.add(key);
+    for (const key of batch.created) seen.add(key);
+    return seen;
+  }
+
+  /**
    * Keyed rows that their fingerprint does not settle are normalized now; those refused on the way
    * are left out (their keys recorded, so `--full` does not close their Locations).
    */
@@ -276,15 +310,15 @@ export class LocationsLoader {
     return out;
   }
 
-  /** Moves by-name Locations to the Org their row now names (see findAdoptions); returns id -> Org left. */
+  /** Moves by-name Locations to the Org their row now names (see findAdoptions): id -> Org left, and their states before. */
   private async adopt(
     trx: Transaction<Database>,
     candidates: readonly Pending[],
     states: Awaited<ReturnType<typeof findLocationStates>>,
     runId: number,
-  ): Promise<Map<number, number>> {
+  ): Promise<{ moved: Map<number, number>; left: LocationState[] }> {
     const resolver = await this.orgs(trx);
-    const { moves, moved } = await findAdoptions(
+    const { moves, moved, left } = await findAdoptions(
       trx,
       resolver,
       candidates,
@@ -292,7 +326,7 @@ export class LocationsLoader {
       this.fallback !== undefined,
     );
     await moveLocations(trx, moves, runId);
-    return moved;
+    return { moved, left };
   }
 
   /**

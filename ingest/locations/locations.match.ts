@@ -128,7 +128,17 @@ export interface LocationState {
   source_fingerprint: string | null;
   closed_date: string | null;
   last_run_id: number | null;
+  version_number: number;
 }
+
+/**
+ * A Location this run created (in an earlier batch): the run met its key, though the key was not
+ * recorded (see LocationsLoader.loadBatch). Every other write that stamps a Location with the run
+ * bumps its version from 1, so version 1 and the run's id mean exactly that (createdByRun in
+ * locations.close.ts says the same in SQL).
+ */
+export const createdByRun = (e: LocationState, runId: number) =>
+  e.last_run_id === runId && e.version_number === 1;
 
 /** A stored Location about to be merged with a sheet row (see readLocations). */
 export interface ExistingLocation extends LocationState {
@@ -156,7 +166,7 @@ export async function findLocationStates(
 ): Promise<LocationState[]> {
   if (keys.length === 0) return [];
   const { rows } = await sql<LocationState>`
-    select l.id, l.org_id, l.code, l.source_fingerprint, l.closed_date, l.last_run_id
+    select l.id, l.org_id, l.code, l.source_fingerprint, l.closed_date, l.last_run_id, l.version_number
     from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
     join locations l on l.org_id = k.org_id and l.code = k.code`.execute(trx);
   return rows;
