@@ -81,7 +81,7 @@ export class LocationsLoader {
       const key = this.readKey(fields);
       if (key) return { ok: true, record: { kind: 'keyed', fields, fingerprint, ...key }, warnings: [] };
     }
-    return this.normalize(fields, fingerprint, this.eager && this.fullSheet);
+    return this.normalize(fields, fingerprint, this.eager);
   }
 
   private normalize(
@@ -231,6 +231,9 @@ export class LocationsLoader {
       this.read,
     );
     const byKey = new Map(existing.map((e) => [keyOf(e.org_id, e.code), e]));
+    // A row merged ahead was merged with no stored Location: right for a new one, and for any row of
+    // a sheet with every column (the stored values play no part then); the others merge again here.
+    if (!this.fullSheet) for (const p of split.toMerge) if (byKey.has(p.key)) p.record.merged = null;
     const plan = planWrites(split.toMerge, byKey, moved, split.repeats, runId, (p, e) =>
       mergeRow(p.record.row, e),
     );

@@ -24,7 +24,9 @@ type Trx = Transaction<Database>;
 /**
  * A row merged into the canonical Location and Address and hashed: what is compared with the stored
  * Location and written. Merged ahead (in the read-ahead, while Postgres is busy with the previous
- * batch) when the sheet has every column, since the stored values then play no part in the merge.
+ * batch) with no stored Location while most rows are written: that is the merge of a new Location,
+ * and of any row of a sheet with every column (the stored values then play no part); a row of a
+ * partial sheet whose Location exists is merged again with it in the batch.
  */
 export interface MergedRow {
   content: LocationContent;
@@ -36,7 +38,7 @@ export interface MergedRow {
 
 /**
  * What the read-ahead hands over (LocationsLoader.prepareRow):
- * - `row`: normalized, and merged too when that does not need the stored Location;
+ * - `row`: normalized, and merged ahead too (see MergedRow) while most rows are written;
  * - `keyed`: only the cells that name the Location were read (see the loader's `eager`); the rest
  *   is normalized in the batch, and only if the row's fingerprint does not match the stored Location's;
  * - `refused`: refused for its content (bad hours, no name) but still naming its Location, so the
