@@ -18,6 +18,7 @@ import {
   type LocationRecord,
   type LocationState,
   lastRowWins,
+  type MergedRow,
   type Pending,
   type RowRef,
   readLocations,
@@ -27,7 +28,7 @@ import {
 import { locationRowNormalizer } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import { columnsToRead } from './locations.records.js';
-import { moveLocations, storeFingerprints } from './locations.repository.js';
+import { moveLocations, newLocationCopy, storeFingerprints } from './locations.repository.js';
 import { mergeRow, planWrites, writeInserts, writeUpdates } from './locations.write.js';
 
 export type { LocationRecord, MergedRow } from './locations.match.js';
@@ -93,10 +94,15 @@ export class LocationsLoader {
     if (result.ok) {
       const { row, warnings } = result;
       const clean = warnings.length === 0;
-      const merged = mergeAhead ? mergeRow(row, undefined) : null;
+      const kept = clean ? fingerprint : null;
+      let merged: MergedRow | null = null;
+      if (mergeAhead) {
+        merged = mergeRow(row, undefined);
+        merged.copy = newLocationCopy(merged, kept);
+      }
       return {
         ok: true,
-        record: { kind: 'row', row, fingerprint: clean ? fingerprint : null, merged },
+        record: { kind: 'row', row, fingerprint: kept, merged },
         warnings,
       };
     }

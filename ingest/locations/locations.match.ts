@@ -12,6 +12,7 @@ import type {
   StoredAddress,
   StoredLocation,
 } from './locations.records.js';
+import type { NewLocationCopy } from './locations.repository.js';
 
 /**
  * Matching sheet rows to the Locations that exist: the stored state of each (Org, store code) key,
@@ -34,6 +35,11 @@ export interface MergedRow {
   hash: string;
   address: AddressContent;
   addrHash: string;
+  /**
+   * Set by the read-ahead: the COPY text of the new Location's and Address's columns that do not
+   * depend on ids or slugs (newLocationCopy in locations.repository.ts), built while Postgres works.
+   */
+  copy?: NewLocationCopy;
 }
 
 /**
