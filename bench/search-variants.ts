@@ -30,7 +30,8 @@ interface Variant {
   name: string;
   doc: (row: Row) => object;
   load: Settings;
-  after?: Settings;
+  /** Applied after the documents, one settings task after another. */
+  after?: Settings | Settings[];
 }
 interface Row {
   id: number;
@@ -163,7 +164,30 @@ const VARIANTS: Variant[] = [
   { name: 'shipped', doc: shipped, load: ORG_INDEX_LOAD_SETTINGS, after: ORG_INDEX_SETTINGS },
   // The same index with filters and sorts declared before the documents: kept batch by batch.
   { name: 'shipped-upfront', doc: shipped, load: ORG_INDEX_SETTINGS },
+  // The shipped settings after the load, but one facet at a time.
+  {
+    name: 'shipped-stepwise',
+    doc: shipped,
+    load: ORG_INDEX_LOAD_SETTINGS,
+    after: stepwise(ORG_INDEX_SETTINGS),
+  },
 ];
+
+/** `settings`' filters, then its sorts, added one attribute per settings task. */
+function stepwise(settings: Settings): Settings[] {
+  const steps: Settings[] = [];
+  const filters: NonNullable<Settings['filterableAttributes']> = [];
+  for (const f of settings.filterableAttributes ?? []) {
+    filters.push(f);
+    steps.push({ filterableAttributes: [...filters] });
+  }
+  const sorts: string[] = [];
+  for (const s of settings.sortableAttributes ?? []) {
+    sorts.push(s);
+    steps.push({ sortableAttributes: [...sorts] });
+  }
+  return steps;
+}
 
 const mib = (bytes: number) => `${Math.round(bytes / 1048576)} MiB`;
 
@@ -239,9 +263,19 @@ async function main(): Promise<void> {
         if (inFlight.length >= 4) await inFlight.shift();
       }
       await Promise.all(inFlight);
-      if (v.after) await waitTask(meili, meili.index(uid).updateSettings(v.after));
-      const ms = Date.now() - started;
       watch.stop();
+      const load = { anon: watch.peakAnon, file: watch.peakFile, total: watch.peakTotal };
+      const afterWatch = new MemoryWatch(server.process.pid!);
+      for (const step of [v.after ?? []].flat()) {
+        const stepStarted = Date.now();
+        await waitTask(meili, meili.index(uid).updateSettings(step));
+        if (Array.isArray(v.after))
+          console.log(
+            `  step ${JSON.stringify(step)}: ${((Date.now() - stepStarted) / 1000).toFixed(1)} s, anon peak so far ${mib(watch.peakAnon)}`,
+          );
+      }
+      const ms = Date.now() - started;
+      afterWatch.stop();
       const stats = (await meili.getStats()) as unknown as { usedDatabaseSize: number; databaseSize: number };
       const idx = (await meili.index(uid).getStats()) as unknown as { rawDocumentDbSize?: number };
       const dirs = readdirSync(path.join(dataDir, 'data.ms', 'indexes'));
@@ -249,9 +283,21 @@ async function main(): Promise<void> {
       const dir = path.join(dataDir, 'data.ms', 'indexes', dirs[dirs.length - 1]!);
       const perOrg = (bytes: number) => `${(bytes / ORGS).toFixed(0)} B/Org`;
       console.log(
-        `${v.name}: ${(ms / 1000).toFixed(1)} s, used ${perOrg(stats.usedDatabaseSize - base.usedDatabaseSize)}, file ${perOrg(stats.databaseSize - base.databaseSize)}, raw docs ${perOrg(idx.rawDocumentDbSize ?? 0)}, Meilisearch RSS peaks: anon ${mib(watch.peakAnon)}, file-backed ${mib(watch.peakFile)}`,
+        `${v.name}: ${(ms / 1000).toFixed(1)} s, used ${perOrg(stats.usedDatabaseSize - base.usedDatabaseSize)}, file ${perOrg(stats.databaseSize - base.databaseSize)}, raw docs ${perOrg(idx.rawDocumentDbSize ?? 0)}, Meilisearch RSS peaks (anon / file-backed / sum): documents ${mib(load.anon)} / ${mib(load.file)} / ${mib(load.total)}, settings after them ${mib(afterWatch.peakAnon)} / ${mib(afterWatch.peakFile)} / ${mib(afterWatch.peakTotal)}`,
       );
       if (args.includes('--mdb')) for (const line of mdbBreakdown(dir)) console.log(line);
+      // What one rename costs Meilisearch on an index of this size: the task's own duration.
+      const renames: number[] = [];
+      for (let k = 0; k < 10; k++) {
+        const row = rows[(k * 97_331) % rows.length]!;
+        const { taskUid } = await meili
+          .index(uid)
+          .addDocuments([v.doc({ ...row, name: `${row.name} RENAMED ${k}` })]);
+        const task = await meili.tasks.waitForTask(taskUid, { timeout: 600_000, interval: 20 });
+        renames.push(Date.parse(task.finishedAt!) - Date.parse(task.startedAt!));
+      }
+      renames.sort((a, b) => a - b);
+      console.log(`  one-document update: task p50 ${renames[5]} ms, max ${renames[9]} ms (10 updates)`);
       await waitTask(meili, meili.deleteIndex(uid));
     }
   } finally {

@@ -7,6 +7,7 @@ import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
 import { isConnectionError, outageOf, reportConnectionError } from '../shared/outage.js';
 import type { QueueName } from '../shared/queues.js';
+import { startIndexOnChange } from './index-on-change.js';
 import { indexOrgsNotifier } from './index-orgs.processor.js';
 import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
 import { startScheduleReconciler } from './schedules/reconciler.js';
@@ -91,11 +92,14 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
   // Schedules: Postgres holds them; the workers that run the import queue re-create BullMQ's job
   // schedulers from it at start and every minute, so a Redis flush loses none.
   const reconciler = queues.includes('import') ? startScheduleReconciler(deps) : undefined;
+  // The workers that index learn of every committed change at once (not only at the next sweep).
+  const indexOnChange = queues.includes('index') ? startIndexOnChange(deps) : undefined;
   return {
     queues,
     workers,
     async close(timeoutMs = 30_000) {
       await reconciler?.stop();
+      await indexOnChange?.stop();
       // Shutdown: aborts the processors' signals, so an import stops after the batch it is
       // committing and hands its job back instead of running to the end of the file.
       for (const w of workers) w.cancelAllJobs('worker shutting down');

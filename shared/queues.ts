@@ -26,8 +26,9 @@ export interface JobPayloads {
   /**
    * Brings the search index up to date with Orgs changed in Postgres (the changes themselves are in
    * search_outbox); with `rebuild`, builds a fresh index and swaps it in (`bizdir reindex`).
+   * `change`: a commit touched the records (jobs/index-on-change.ts).
    */
-  'index-orgs': { reason: 'import' | 'sweep' | 'reindex'; rebuild?: boolean };
+  'index-orgs': { reason: 'import' | 'sweep' | 'change' | 'reindex'; rebuild?: boolean };
 }
 
 export type JobData<N extends JobName> = JobPayloads[N];

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMeiliServer } from '../bin/local/meili-server.js';
+import { createQueue } from '../jobs/queue.js';
 import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
 import { createMeiliClient, ensureOrgIndex, INDEXING_TIMEOUT_MS } from '../search/meili-client.js';
 import { pendingChanges, syncOutbox } from '../search/org-sync.js';
@@ -125,6 +126,33 @@ describe('sync through the index queue', () => {
       ),
     ).toBe(0);
     expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+  });
+
+  it('a change committed by any writer (here plain SQL) asks for an index run at once, not only at the sweep', async () => {
+    const redis = createRedis(TEST_REDIS_URL, 'worker');
+    const jobs = createQueue('index', { connection: redis, prefix: queue.prefix });
+    try {
+      const changeJobs = async () =>
+        (await jobs.getJobs(['completed', 'active', 'waiting', 'failed'])).filter(
+          (j) => j.data.reason === 'change',
+        ).length;
+      const before = await changeJobs();
+      await t.db
+        .updateTable('orgs')
+        .set({ name: 'QUIXOTIC BRIDGET JONES LTD' })
+        .where('name', '=', 'BRIDGET JONES LTD')
+        .execute();
+      expect(
+        await eventually(
+          () => find('quixotic'),
+          (p) => p.total === 1,
+        ),
+      ).toMatchObject({ total: 1 });
+      expect(await changeJobs()).toBeGreaterThan(before);
+    } finally {
+      await jobs.close();
+      redis.disconnect();
+    }
   });
 
   it('`bizdir reindex` without --wait queues a rebuild that a worker runs and swaps in', async () => {

@@ -1,9 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
-import pg from 'pg';
-import { ignoreError } from '../../shared/outage.js';
+import { PgListener, RECORDS_CHANNEL } from '../../shared/pg-listener.js';
 import type { Rendered } from './rendered.view.js';
 
-const CHANNEL = 'bizdir_records';
 const MAX_ENTRIES = 50_000;
 
 interface Entry {
@@ -33,30 +31,36 @@ interface Barrier {
 export class RecordCache {
   private readonly entries = new Map<string, Entry>();
   private generation = 0;
-  private client: pg.Client | null = null;
-  private connected = false;
-  private closed = false;
-  private outageSince: number | null = null;
-  private retry: NodeJS.Timeout | null = null;
+  private readonly listener: PgListener;
   private inFlight: Promise<void> | null = null;
   private next: Barrier | null = null;
 
-  constructor(
-    private readonly databaseUrl: string,
-    private readonly log: FastifyBaseLogger,
-  ) {}
+  constructor(databaseUrl: string, log: FastifyBaseLogger) {
+    const forget = () => {
+      this.generation++;
+      this.entries.clear();
+    };
+    this.listener = new PgListener({
+      databaseUrl,
+      channel: RECORDS_CHANNEL,
+      applicationName: 'bizdir-api-cache',
+      name: 'record cache',
+      log,
+      onNotify: forget,
+      // Anything could have changed while no one listened.
+      onListening: forget,
+      onLost: forget,
+      meanwhile: 'reading every record from Postgres until it is back',
+      resumed: 'caching resumed',
+    });
+  }
 
   async start(): Promise<void> {
-    await this.connect();
+    await this.listener.start();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.retry) clearTimeout(this.retry);
-    const client = this.client;
-    this.client = null;
-    this.connected = false;
-    await client?.end().catch(ignoreError('closing the record cache connection at shutdown', this.log));
+    await this.listener.close();
   }
 
   /**
@@ -65,17 +69,17 @@ export class RecordCache {
    * on the date (open Location counts) is never served across midnight.
    */
   async get(key: string, read: () => Promise<Rendered | undefined>): Promise<Rendered | undefined> {
-    if (!this.connected) return read();
+    if (!this.listener.connected) return read();
     await this.barrier();
     const day = new Date().toISOString().slice(0, 10);
     const generation = this.generation;
     const hit = this.entries.get(key);
-    if (hit && hit.generation === generation && hit.day === day && this.connected) {
+    if (hit && hit.generation === generation && hit.day === day && this.listener.connected) {
       return hit.record ?? undefined;
     }
     const record = await read();
     // A change that arrived while `read` ran may not be in what it read: then it is not kept.
-    if (this.connected && this.generation === generation) {
+    if (this.listener.connected && this.generation === generation) {
       if (this.entries.size >= MAX_ENTRIES) {
         const oldest = this.entries.keys().next().value;
         if (oldest !== undefined) this.entries.delete(oldest);
@@ -105,92 +109,10 @@ export class RecordCache {
     const barrier = this.next;
     if (!barrier) return;
     this.next = null;
-    const client = this.client;
-    const done = () => {
+    this.inFlight = this.listener.roundTrip().then(() => {
       this.inFlight = null;
       barrier.resolve();
       if (this.next) this.sendBarrier();
-    };
-    if (!client || !this.connected) {
-      done();
-      return;
-    }
-    this.inFlight = client.query('select 1').then(done, (err: unknown) => {
-      // The connection is going away; its 'error'/'end' handler takes it from here.
-      this.lost(err);
-      done();
     });
-  }
-
-  private async connect(): Promise<void> {
-    if (this.closed) return;
-    const client = new pg.Client({
-      connectionString: this.databaseUrl,
-      application_name: 'bizdir-api-cache',
-      connectionTimeoutMillis: 5_000,
-    });
-    // Events of a connection given up on (replaced after an outage) are ignored.
-    const current = () => this.client === client;
-    client.on('notification', () => {
-      if (!current()) return;
-      this.generation++;
-      this.entries.clear();
-    });
-    client.on('error', (err) => {
-      if (current()) this.lost(err);
-    });
-    client.on('end', () => {
-      if (current()) this.lost(new Error('connection ended'));
-    });
-    this.client = client;
-    try {
-      await client.connect();
-      await client.query(`listen ${CHANNEL}`);
-    } catch (err) {
-      if (current()) this.lost(err);
-      return;
-    }
-    if (this.closed || !current()) {
-      await client.end().catch(ignoreError('closing a record cache connection no longer needed', this.log));
-      return;
-    }
-    // Anything could have changed while no one listened.
-    this.generation++;
-    this.entries.clear();
-    this.connected = true;
-    if (this.outageSince !== null) {
-      this.log.info(
-        { after_ms: Date.now() - this.outageSince },
-        'record cache: listening for changes again; caching resumed',
-      );
-      this.outageSince = null;
-    }
-  }
-
-  private lost(err: unknown): void {
-    if (this.closed) return;
-    const wasConnected = this.connected;
-    this.connected = false;
-    this.generation++;
-    this.entries.clear();
-    const client = this.client;
-    this.client = null;
-    // The connection is lost already: closing it can only fail the same way.
-    client?.end().catch(ignoreError('closing the lost record cache connection', this.log));
-    if (this.outageSince === null) {
-      this.outageSince = Date.now();
-      // Once per outage: every read goes to Postgres meanwhile, which answers 503 while it is away.
-      this.log.warn(
-        { err: err instanceof Error ? err.message : String(err), was_connected: wasConnected },
-        'record cache: lost the Postgres connection that listens for changes; reading every record from Postgres until it is back',
-      );
-    }
-    if (!this.retry) {
-      this.retry = setTimeout(() => {
-        this.retry = null;
-        void this.connect();
-      }, 1_000);
-      this.retry.unref();
-    }
   }
 }
