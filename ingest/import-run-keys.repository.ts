@@ -43,6 +43,25 @@ export async function recordRunKeys(
 }
 
 /**
+ * Of some keys, those the run has recorded (read only: for keys a batch does not record, such as
+ * those of the records it is about to create, but which an earlier batch may have met).
+ */
+export async function recordedRunKeys(
+  trx: Transaction<Database>,
+  runId: number,
+  keys: readonly string[],
+): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await trx
+    .selectFrom('import_run_keys')
+    .select('key')
+    .where('run_id', '=', runId)
+    .where('key', '=', sql<string>`any(${keys}::text[])`)
+    .execute();
+  return new Set(rows.map((r) => r.key));
+}
+
+/**
  * Drops a finished run's keys. A run has millions; deleting them leaves as many dead index entries
  * for the next run to step over, so when no other run holds keys the table is truncated instead
  * (under its lock, so no run can add keys between the check and the truncate).

@@ -687,6 +687,67 @@ describe('a sheet that starts naming its Org', () => {
   });
 });
 
+describe('a first import that meets its keys again in later batches (one row a batch)', () => {
+  const HEADER =
+    'Store code,Business name,Address line 1,Locality,Country / Region,Company number,Monday hours';
+  const quayside = async () => {
+    const { rows } = await sql<{
+      code: string;
+      org: string;
+      city: string;
+      version: number;
+      closed: boolean;
+      dflt: boolean;
+    }>`
+      select l.code, o.name as org, a.city, l.version_number as version, l.closed_date is not null as closed,
+        l.is_default as dflt
+      from locations l join orgs o on o.id = l.org_id join addresses a on a.id = l.address_id
+      where l.code like 'QK-%' order by l.code, o.name`.execute(t.db);
+    return rows.map((r) => [r.code, r.org, r.city, r.version, r.closed, r.dflt]);
+  };
+
+  it('counts repeats of new, refused and moved keys as a whole-file read would, and --full closes only what it missed', async () => {
+    const before = await tempSheet(`${HEADER}\r\nQK-0,Quayside Kiosk,0 Quay,Hull,GB,,\r\n`);
+    expect(await importFeed(t.db, 'locations', before)).toMatchObject({ inserted: 1 });
+    const sheet = await tempSheet(
+      `${[
+        HEADER,
+        'QK-1,Quayside Kiosk,1 Quay,Hull,GB,,',
+        'QK-2,Quayside Kiosk,2 Quay,Hull,GB,,whenever',
+        'QK-1,Quayside Kiosk,1 Quay,Goole,GB,,',
+        'QK-2,Quayside Kiosk,2 Quay,Hull,GB,,',
+        'QK-1,Quayside Kiosk,1 Quay,Goole,GB,09876543,',
+        'QK-1,Quayside Kiosk,1 Quay,Selby,GB,,',
+        'QK-3,Quayside Kiosk,3 Quay,Hull,GB,,',
+      ].join('\r\n')}\r\n`,
+    );
+    // Harbour Light's Locations from earlier tests: this --full sheet names none of them.
+    const { rows: others } = await sql<{ n: number }>`
+      select count(*)::int as n from locations l join orgs o on o.id = l.org_id
+      where o.registration_number = '09876543' and l.closed_date is null`.execute(t.db);
+    const run = await importFeed(t.db, 'locations', sheet, { batchSize: 1, full: true });
+    // Line 4 repeats a key created by line 2, line 5 one refused by line 3, line 7 the key that
+    // line 6 moved to Harbour Light: each a duplicate, whichever batch met it first.
+    expect(run).toMatchObject({
+      inserted: 2,
+      updated: 1,
+      unchanged: 0,
+      rejected: 1,
+      duplicates: 3,
+      closed: 1 + others[0]!.n,
+    });
+    // A run bumps a Location once however often it meets it: never, one it created itself.
+    expect(await quayside()).toEqual([
+      ['QK-0', 'Quayside Kiosk', 'Hull', 2, true, false],
+      ['QK-1', 'HARBOUR LIGHT ANALYTICS LIMITED', 'Goole', 1, false, expect.any(Boolean)],
+      ['QK-1', 'Quayside Kiosk', 'Selby', 1, false, true],
+      ['QK-2', 'Quayside Kiosk', 'Hull', 1, false, false],
+      ['QK-3', 'Quayside Kiosk', 'Hull', 1, false, false],
+    ]);
+    expect((await issuesOf(run)).map((i) => [i.line_number, i.column_name])).toEqual([[3, 'Monday hours']]);
+  });
+});
+
 async function tempSheet(csv: string): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
   const file = path.join(dir, 'sheet.csv');

@@ -62,6 +62,7 @@ function state(id: number, code: string, over: Partial<LocationState> = {}): Loc
     source_fingerprint: null,
     closed_date: null,
     last_run_id: null,
+    version_number: 1,
     ...over,
   };
 }

@@ -30,20 +30,26 @@ export function homelessNamed(
   });
 }
 
+/** What adopting decided: the moves, each moved Location's Org left, and their states before the move. */
+export interface Adoptions {
+  moves: { id: number; orgId: number }[];
+  moved: Map<number, number>;
+  left: LocationState[];
+}
+
 /** Of the by-name Locations found, the open ones that move, each to the Org its row names (first wins). */
-export function movesOf(
-  old: readonly LocationState[],
-  target: ReadonlyMap<string, number>,
-): { moves: { id: number; orgId: number }[]; moved: Map<number, number> } {
+export function movesOf(old: readonly LocationState[], target: ReadonlyMap<string, number>): Adoptions {
   const moved = new Map<number, number>();
   const moves: { id: number; orgId: number }[] = [];
+  const left: LocationState[] = [];
   for (const e of old) {
     const to = target.get(keyOf(e.org_id, e.code));
     if (to === undefined || e.closed_date !== null || moved.has(e.id)) continue;
     moves.push({ id: e.id, orgId: to });
     moved.set(e.id, e.org_id);
+    left.push(e);
   }
-  return { moves, moved };
+  return { moves, moved, left };
 }
 
 /**
@@ -59,9 +65,9 @@ export async function findAdoptions(
   candidates: readonly Pending[],
   states: readonly LocationState[],
   hasFallback: boolean,
-): Promise<{ moves: { id: number; orgId: number }[]; moved: Map<number, number> }> {
+): Promise<Adoptions> {
   const homeless = homelessNamed(candidates, states, hasFallback);
-  if (homeless.length === 0) return { moves: [], moved: new Map() };
+  if (homeless.length === 0) return { moves: [], moved: new Map(), left: [] };
   const byName = await resolver.byNameOnly(
     trx,
     homeless.map((p) => refOf(p.record)),
@@ -70,7 +76,7 @@ export async function findAdoptions(
     const org = byName[i];
     return org && org.id !== p.org.id ? [{ p, orgId: org.id }] : [];
   });
-  if (from.length === 0) return { moves: [], moved: new Map() };
+  if (from.length === 0) return { moves: [], moved: new Map(), left: [] };
   const old = await findLocationStates(
     trx,
     from.map(({ p, orgId }) => ({ orgId, code: p.code })),

@@ -32,17 +32,26 @@ export async function finishRun(
   return { closed: closedOrgs.length, changedOrgIds: [...new Set([...closedOrgs, ...defaultOrgs])] };
 }
 
-/** The Orgs whose keys (`org:code`, import_run_keys) the run recorded. */
+/**
+ * A Location the run created: its key was met, though not recorded (createdByRun in
+ * locations.match.ts, and LocationsLoader.recordKeys).
+ */
+const createdByRun = (runId: number) =>
+  sql<boolean>`(l.last_run_id = ${runId}::bigint and l.version_number = 1)`;
+
+/** The Orgs the run met: those of the keys (`org:code`, import_run_keys) it recorded and of the Locations it created. */
 export async function runOrgIds(trx: Trx, runId: number): Promise<number[]> {
   const { rows } = await sql<{ org_id: number }>`
-    select distinct split_part(key, ':', 1)::bigint as org_id from import_run_keys
-    where run_id = ${runId}::bigint`.execute(trx);
+    select split_part(key, ':', 1)::bigint as org_id from import_run_keys where run_id = ${runId}::bigint
+    union
+    select l.org_id from locations l where ${createdByRun(runId)}`.execute(trx);
   return rows.map((r) => r.org_id);
 }
 
 /**
- * `--full`: the Orgs' open Locations whose (org, code) key the run did not record close on the
- * import date (UTC). Refused rows record their key too, so a typo does not close a Location.
+ * `--full`: the Orgs' open Locations whose (org, code) key the run did not meet (record, or create a
+ * Location for) close on the import date (UTC). Refused rows record their key too, so a typo does not
+ * close a Location.
  * Returns the Orgs that lost a Location.
  */
 export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
@@ -57,6 +66,7 @@ export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: n
     }))
     .where('l.org_id', '=', anyOf(orgIds))
     .where('l.closed_date', 'is', null)
+    .where(sql<boolean>`not ${createdByRun(runId)}`)
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { FeedFormatError } from '../../shared/errors.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow } from '../feed-handler.js';
-import { recordRunKeys } from '../import-run-keys.repository.js';
+import { recordedRunKeys, recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';
 import { finishRun, recordFirstRows, settleDefaults } from './locations.close.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
@@ -10,12 +10,15 @@ import { locationKeyReader, rowFingerprinter } from './locations.key.js';
 import {
   BatchIssues,
   candidatesFrom,
+  createdByRun,
   findLocationStates,
   isSettled,
   keyOf,
   keysOf,
   type LocationRecord,
+  type LocationState,
   lastRowWins,
+  type MergedRow,
   type Pending,
   type RowRef,
   readLocations,
@@ -25,7 +28,7 @@ import {
 import { locationRowNormalizer } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import { columnsToRead } from './locations.records.js';
-import { moveLocations, storeFingerprints } from './locations.repository.js';
+import { moveLocations, newLocationCopy, storeFingerprints } from './locations.repository.js';
 import { mergeRow, planWrites, writeInserts, writeUpdates } from './locations.write.js';
 
 export type { LocationRecord, MergedRow } from './locations.match.js';
@@ -79,7 +82,7 @@ export class LocationsLoader {
       const key = this.readKey(fields);
       if (key) return { ok: true, record: { kind: 'keyed', fields, fingerprint, ...key }, warnings: [] };
     }
-    return this.normalize(fields, fingerprint, this.eager && this.fullSheet);
+    return this.normalize(fields, fingerprint, this.eager);
   }
 
   private normalize(
@@ -91,10 +94,15 @@ export class LocationsLoader {
     if (result.ok) {
       const { row, warnings } = result;
       const clean = warnings.length === 0;
-      const merged = mergeAhead ? mergeRow(row, undefined) : null;
+      const kept = clean ? fingerprint : null;
+      let merged: MergedRow | null = null;
+      if (mergeAhead) {
+        merged = mergeRow(row, undefined);
+        merged.copy = newLocationCopy(merged, kept);
+      }
       return {
         ok: true,
-        record: { kind: 'row', row, fingerprint: clean ? fingerprint : null, merged },
+        record: { kind: 'row', row, fingerprint: kept, merged },
         warnings,
       };
     }
@@ -189,8 +197,8 @@ export class LocationsLoader {
    *    now names (adopt);
    * 3. keyed rows that their fingerprint does not settle are normalized; of duplicate keys the later
    *    row wins;
-   * 4. the keys are recorded for the run (repeats across batches, `--full`), and rows settled by
-   *    their fingerprint are counted unchanged;
+   * 4. the keys are recorded for the run (repeats across batches, `--full`; see recordKeys), and rows
+   *    settled by their fingerprint are counted unchanged;
    * 5. the other rows are merged (unless merged ahead), compared by hash, and written.
    */
   async loadBatch(
@@ -202,7 +210,9 @@ export class LocationsLoader {
     const { candidates, refusedKeys } = await this.candidatesOf(trx, rows, issues);
 
     let states = await findLocationStates(trx, keysOf(candidates));
-    const moved = await this.adopt(trx, candidates, states, runId);
+    // Keys of Locations the run created in an earlier batch, as they were before this batch moved any.
+    const created = new Set(states.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : [])));
+    const { moved, left } = await this.adopt(trx, candidates, states, runId);
     const movedFrom = [...new Set(moved.values())];
     if (moved.size > 0) states = await findLocationStates(trx, keysOf(candidates));
     const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
@@ -217,7 +227,7 @@ export class LocationsLoader {
         unique.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
       );
     }
-    const seenBefore = await recordRunKeys(trx, runId, [...unique.map((p) => p.key), ...refusedKeys]);
+    const seenBefore = await this.recordKeys(trx, runId, { unique, refusedKeys, stateByKey, created, left });
     const split = splitSettled(unique, seenBefore, settled);
     this.eager = split.toMerge.length * 2 > unique.length;
 
@@ -227,6 +237,9 @@ export class LocationsLoader {
       this.read,
     );
     const byKey = new Map(existing.map((e) => [keyOf(e.org_id, e.code), e]));
+    // A row merged ahead was merged with no stored Location: right for a new one, and for any row of
+    // a sheet with every column (the stored values play no part then); the others merge again here.
+    if (!this.fullSheet) for (const p of split.toMerge) if (byKey.has(p.key)) p.record.merged = null;
     const plan = planWrites(split.toMerge, byKey, moved, split.repeats, runId, (p, e) =>
       mergeRow(p.record.row, e),
     );
@@ -247,6 +260,36 @@ export class LocationsLoader {
       changedOrgIds,
       issues: issues.list,
     };
+  }
+
+  /**
+   * Records the batch's keys for the run and returns those an earlier batch met (repeats). A row with
+   * no stored Location records no key: the Location it creates carries the run's id and version 1
+   * (createdByRun), which says the same and saves a key row per new Location, most of a first
+   * import. Such keys are only looked up (an earlier batch may have refused them), before this batch
+   * records its own. A Location the run created that moves away leaves its old key recorded, so a
+   * later row naming that key still counts as a repeat.
+   */
+  private async recordKeys(
+    trx: Transaction<Database>,
+    runId: number,
+    batch: {
+      unique: readonly Pending[];
+      refusedKeys: readonly string[];
+      stateByKey: ReadonlyMap<string, LocationState>;
+      created: ReadonlySet<string>;
+      left: readonly LocationState[];
+    },
+  ): Promise<Set<string>> {
+    const fresh: string[] = [];
+    const known: string[] = [];
+    for (const p of batch.unique) (batch.stateByKey.has(p.key) ? known : fresh).push(p.key);
+    const seen = await recordedRunKeys(trx, runId, fresh);
+    const leftKeys = batch.left.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : []));
+    const repeats = await recordRunKeys(trx, runId, [...known, ...batch.refusedKeys, ...leftKeys]);
+    for (const key of repeats) seen.add(key);
+    for (const key of batch.created) seen.add(key);
+    return seen;
   }
 
   /**
@@ -276,15 +319,15 @@ export class LocationsLoader {
     return out;
   }
 
-  /** Moves by-name Locations to the Org their row now names (see findAdoptions); returns id -> Org left. */
+  /** Moves by-name Locations to the Org their row now names (see findAdoptions): id -> Org left, and their states before. */
   private async adopt(
     trx: Transaction<Database>,
     candidates: readonly Pending[],
     states: Awaited<ReturnType<typeof findLocationStates>>,
     runId: number,
-  ): Promise<Map<number, number>> {
+  ): Promise<{ moved: Map<number, number>; left: LocationState[] }> {
     const resolver = await this.orgs(trx);
-    const { moves, moved } = await findAdoptions(
+    const { moves, moved, left } = await findAdoptions(
       trx,
       resolver,
       candidates,
@@ -292,7 +335,7 @@ export class LocationsLoader {
       this.fallback !== undefined,
     );
     await moveLocations(trx, moves, runId);
-    return moved;
+    return { moved, left };
   }
 
   /**

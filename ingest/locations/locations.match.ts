@@ -12,6 +12,7 @@ import type {
   StoredAddress,
   StoredLocation,
 } from './locations.records.js';
+import type { NewLocationCopy } from './locations.repository.js';
 
 /**
  * Matching sheet rows to the Locations that exist: the stored state of each (Org, store code) key,
@@ -24,7 +25,9 @@ type Trx = Transaction<Database>;
 /**
  * A row merged into the canonical Location and Address and hashed: what is compared with the stored
  * Location and written. Merged ahead (in the read-ahead, while Postgres is busy with the previous
- * batch) when the sheet has every column, since the stored values then play no part in the merge.
+ * batch) with no stored Location while most rows are written: that is the merge of a new Location,
+ * and of any row of a sheet with every column (the stored values then play no part); a row of a
+ * partial sheet whose Location exists is merged again with it in the batch.
  */
 export interface MergedRow {
   content: LocationContent;
@@ -32,11 +35,16 @@ export interface MergedRow {
   hash: string;
   address: AddressContent;
   addrHash: string;
+  /**
+   * Set by the read-ahead: the COPY text of the new Location's and Address's columns that do not
+   * depend on ids or slugs (newLocationCopy in locations.repository.ts), built while Postgres works.
+   */
+  copy?: NewLocationCopy;
 }
 
 /**
  * What the read-ahead hands over (LocationsLoader.prepareRow):
- * - `row`: normalized, and merged too when that does not need the stored Location;
+ * - `row`: normalized, and merged ahead too (see MergedRow) while most rows are written;
  * - `keyed`: only the cells that name the Location were read (see the loader's `eager`); the rest
  *   is normalized in the batch, and only if the row's fingerprint does not match the stored Location's;
  * - `refused`: refused for its content (bad hours, no name) but still naming its Location, so the
@@ -128,7 +136,17 @@ export interface LocationState {
   source_fingerprint: string | null;
   closed_date: string | null;
   last_run_id: number | null;
+  version_number: number;
 }
+
+/**
+ * A Location this run created (in an earlier batch): the run met its key, though the key was not
+ * recorded (see LocationsLoader.loadBatch). Every other write that stamps a Location with the run
+ * bumps its version from 1, so version 1 and the run's id mean exactly that (createdByRun in
+ * locations.close.ts says the same in SQL).
+ */
+export const createdByRun = (e: LocationState, runId: number) =>
+  e.last_run_id === runId && e.version_number === 1;
 
 /** A stored Location about to be merged with a sheet row (see readLocations). */
 export interface ExistingLocation extends LocationState {
@@ -156,7 +174,7 @@ export async function findLocationStates(
 ): Promise<LocationState[]> {
   if (keys.length === 0) return [];
   const { rows } = await sql<LocationState>`
-    select l.id, l.org_id, l.code, l.source_fingerprint, l.closed_date, l.last_run_id
+    select l.id, l.org_id, l.code, l.source_fingerprint, l.closed_date, l.last_run_id, l.version_number
     from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
     join locations l on l.org_id = k.org_id and l.code = k.code`.execute(trx);
   return rows;

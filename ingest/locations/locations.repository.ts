@@ -1,8 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import type { AddressesTable, Database, LocationsTable } from '../../shared/database.js';
-import { copyInto, copyLine } from '../../shared/pg-copy.js';
+import { copyField, copyInto, copyLine } from '../../shared/pg-copy.js';
 import {
   ADDRESS_FIELDS,
+  type AddressField,
   LOCATION_CONTENT_FIELDS,
   type LocationContentField,
 } from '../../shared/record-fields.js';
@@ -52,6 +53,8 @@ export interface AddressWrite {
   domain_cc: string;
   content: AddressContent;
   hash: string;
+  /** The COPY text of the columns after id and domain_cc, built ahead (NewLocationCopy). */
+  copy?: string;
 }
 
 /**
@@ -91,6 +94,7 @@ const setFromV = (columns: readonly string[], cast: (c: string) => string = () =
 /** New Addresses, through COPY (pg-copy.ts): the ids were taken beforehand (takeIds). */
 export async function insertAddresses(trx: Trx, rows: readonly AddressWrite[]): Promise<void> {
   const lines = rows.map((r) => {
+    if (r.copy !== undefined) return `${r.id}\t${copyField(r.domain_cc)}\t${r.copy}\n`;
     const row = addressRow(r);
     return copyLine(ADDRESS_COLUMNS.map((c) => row[c]));
   });
@@ -126,6 +130,8 @@ export interface LocationWrite {
   fingerprint: string | null;
   /** False when this run already bumped the Location (a store code repeated in the sheet). */
   bump: boolean;
+  /** The COPY text of the content columns, hash and fingerprint, built ahead (NewLocationCopy). */
+  copy?: string;
 }
 
 /**
@@ -239,8 +245,50 @@ export async function insertLocations(
   rows: readonly LocationWrite[],
   runId: number,
 ): Promise<void> {
-  const lines = rows.map((r) => copyLine(locationValues(r, runId)));
+  const lines = rows.map((r) => {
+    if (r.copy === undefined) return copyLine(locationValues(r, runId));
+    let keys = '';
+    for (const k of KEY_COLUMNS) keys += `${copyField(r[k])}\t`;
+    return `${keys}${r.copy}\t${runId}\n`;
+  });
   await copyInto(trx, 'locations', LOCATION_COLUMNS, lines);
+}
+
+/**
+ * The COPY text of a new Location's columns that do not depend on ids, slugs or the batch: its
+ * content, hash and fingerprint (LOCATION_COLUMNS between the keys and last_run_id), and its
+ * Address's columns after id and domain_cc. Built by the read-ahead for rows merged ahead, so that
+ * most of each COPY line is made while Postgres works on the previous batch; insertLocations and
+ * insertAddresses put the rest around it (the same text copyLine would make of the whole row).
+ */
+export interface NewLocationCopy {
+  location: string;
+  address: string;
+}
+
+export function newLocationCopy(
+  m: {
+    content: LocationContent;
+    encoded: EncodedLocation;
+    hash: string;
+    address: AddressContent;
+    addrHash: string;
+  },
+  fingerprint: string | null,
+): NewLocationCopy {
+  const c = m.content as unknown as Record<LocationContentField, LocationValue>;
+  const e = m.encoded as unknown as Record<LocationContentField, LocationValue>;
+  let location = '';
+  for (let i = 0; i < LOCATION_CONTENT_FIELDS.length; i++) {
+    const f = LOCATION_CONTENT_FIELDS[i]!;
+    location += `${copyField(FROM_ENCODED[i] ? e[f] : c[f])}\t`;
+  }
+  location += `${copyField(m.hash)}\t${copyField(fingerprint)}`;
+  const a = m.address as unknown as Record<AddressField, string | null>;
+  let address = '';
+  for (const f of ADDRESS_FIELDS) address += `${copyField(a[f]!)}\t`;
+  address += copyField(m.addrHash);
+  return { location, address };
 }
 
 /**

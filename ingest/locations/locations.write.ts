@@ -107,7 +107,13 @@ function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId
   const cc = e?.domain_cc ?? m.address.country_code.toLowerCase();
   return {
     p,
-    addr: { id: e?.address_id ?? 0, domain_cc: cc, content: m.address, hash: m.addrHash },
+    addr: {
+      id: e?.address_id ?? 0,
+      domain_cc: cc,
+      content: m.address,
+      hash: m.addrHash,
+      ...(m.copy ? { copy: m.copy.address } : {}),
+    },
     loc: {
       id: e?.id ?? 0,
       org_id: p.org.id,
@@ -122,6 +128,7 @@ function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId
       fingerprint: p.record.fingerprint,
       // A Location the run already wrote (a repeated key) is not bumped a second time.
       bump: e === undefined || e.last_run_id !== runId,
+      ...(m.copy ? { copy: m.copy.location } : {}),
     },
   };
 }
