@@ -5,7 +5,7 @@ import { createLogger } from '../../shared/logger.js';
 import { reportPgOutages, reportRedisOutages } from '../../shared/outage.js';
 import { QUEUE_NAMES, type QueueName } from '../../shared/queues.js';
 import { createRedis } from '../../shared/redis.js';
-import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';
+import { CliError, databaseUrlOf, redisUrlOf, resolvedConfig } from '../cli-context.js';
 
 interface WorkerCliOptions {
   queues?: string;
@@ -61,7 +61,9 @@ export function registerWorker(program: Command): void {
       30_000,
     )
     .action(async (opts: WorkerCliOptions) => {
-      const config = cliConfig();
+      // Every service URL resolved once (a running `bizdir start`'s embedded services included), so
+      // the pool, the processors' Meilisearch client and the change listener reach the same services.
+      const config = resolvedConfig();
       const queues = parseQueues(opts.queues);
       const logger = createLogger(config, { role: 'worker' });
       const dbHandle = createDb(databaseUrlOf(config), {
