@@ -1,10 +1,8 @@
 import { LOCAL_DEFAULTS } from '../shared/config.js';
 import { PgListener, RECORDS_CHANNEL } from '../shared/pg-listener.js';
-import type { JobName } from '../shared/queues.js';
+import { INDEX_JOB } from './index-orgs.processor.js';
 import { createQueue } from './queue.js';
 import type { WorkerDeps } from './registry.js';
-
-const INDEX_JOB: JobName<'index'> = 'index-orgs';
 
 export interface IndexOnChange {
   stop(): Promise<void>;

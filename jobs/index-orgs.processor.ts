@@ -14,7 +14,7 @@ import type { JobName } from '../shared/queues.js';
 import { createQueue } from './queue.js';
 import type { ProcessorFactory } from './registry.js';
 
-const INDEX_JOB: JobName<'index'> = 'index-orgs';
+export const INDEX_JOB: JobName<'index'> = 'index-orgs';
 
 /** How often a worker sweeps the outbox even when nobody asked: catch-up after Meilisearch was down. */
 export const SWEEP_EVERY_MS = 1_000;
