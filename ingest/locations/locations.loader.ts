@@ -29,7 +29,7 @@ import { locationRowNormalizer } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import { columnsToRead } from './locations.records.js';
 import { moveLocations, newLocationCopy, storeFingerprints } from './locations.repository.js';
-import { mergeRow, planWrites, writeInserts, writeUpdates } from './locations.write.js';
+import { mergeRow, planWrites, slugBaseOf, writeInserts, writeUpdates } from './locations.write.js';
 
 export type { LocationRecord, MergedRow } from './locations.match.js';
 
@@ -99,6 +99,8 @@ export class LocationsLoader {
       if (mergeAhead) {
         merged = mergeRow(row, undefined);
         merged.copy = newLocationCopy(merged, kept);
+        const orgName = row.org.businessName;
+        merged.slugGuess = { orgName, base: slugBaseOf(orgName, merged.address.city, merged.content.name) };
       }
       return {
         ok: true,

@@ -40,6 +40,12 @@ export interface MergedRow {
    * depend on ids or slugs (newLocationCopy in locations.repository.ts), built while Postgres works.
    */
   copy?: NewLocationCopy;
+  /**
+   * Set by the read-ahead: the public label's base (slugBase in locations.write.ts) as it is if the
+   * row's Org is named `orgName` (its business name: what a by-name Org is called). The batch uses it
+   * when the Org it resolved has that name, and slugifies again otherwise.
+   */
+  slugGuess?: { orgName: string; base: string };
 }
 
 /**

@@ -129,6 +129,7 @@ function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId
       // A Location the run already wrote (a repeated key) is not bumped a second time.
       bump: e === undefined || e.last_run_id !== runId,
       ...(m.copy ? { copy: m.copy.location } : {}),
+      ...(m.slugGuess ? { slugGuess: m.slugGuess } : {}),
     },
   };
 }
@@ -139,7 +140,20 @@ export const isOwnSlug = (slug: string, base: string) =>
 
 /** Public Location domain label: the Org's informal name (or name) and the Location's city (or name). */
 export const slugBase = (org: OrgInfo, city: string | null, name: string) =>
-  slugify(`${org.informal_name ?? org.name} ${city ?? name}`, 'location');
+  slugBaseOf(org.informal_name ?? org.name, city, name);
+
+/** slugBase for an Org called `orgName` (its informal name, or its name). */
+export const slugBaseOf = (orgName: string, city: string | null, name: string) =>
+  slugify(`${orgName} ${city ?? name}`, 'location');
+
+/** A new Location's label base: the one the read-ahead guessed (MergedRow.slugGuess) when its Org has that name. */
+function insertSlugBase(x: Write): string {
+  const orgName = x.p.org.informal_name ?? x.p.org.name;
+  const guess = x.loc.slugGuess;
+  return guess !== undefined && guess.orgName === orgName
+    ? guess.base
+    : slugBaseOf(orgName, x.addr.content.city, x.loc.content.name);
+}
 
 export async function writeInserts(trx: Trx, inserts: readonly Write[], runId: number): Promise<void> {
   if (inserts.length === 0) return;
@@ -147,7 +161,7 @@ export async function writeInserts(trx: Trx, inserts: readonly Write[], runId: n
   const slugs = await allocateSlugs(
     trx,
     'location',
-    inserts.map((x) => ({ base: slugBase(x.p.org, x.addr.content.city, x.loc.content.name) })),
+    inserts.map((x) => ({ base: insertSlugBase(x) })),
   );
   inserts.forEach((x, i) => {
     x.addr.id = addressIds[i]!;
