@@ -18,7 +18,6 @@ import {
   type LocationRecord,
   type LocationState,
   lastRowWins,
-  type MergedRow,
   type Pending,
   type RowRef,
   readLocations,
@@ -28,10 +27,16 @@ import {
 import { locationRowNormalizer } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import { columnsToRead } from './locations.records.js';
-import { moveLocations, newLocationCopy, storeFingerprints } from './locations.repository.js';
-import { mergeRow, planWrites, slugBaseOf, writeInserts, writeUpdates } from './locations.write.js';
+import { moveLocations, storeFingerprints } from './locations.repository.js';
+import {
+  mergeAhead as mergeAheadOf,
+  mergeRow,
+  planWrites,
+  writeInserts,
+  writeUpdates,
+} from './locations.write.js';
 
-export type { LocationRecord, MergedRow } from './locations.match.js';
+export type { LocationRecord, MergedAhead, MergedRow } from './locations.match.js';
 
 /**
  * The one place that writes Locations. Per batch: resolve the Orgs the rows name, match them to the
@@ -52,7 +57,7 @@ export interface LocationsRunOptions {
 export class LocationsLoader {
   private fallback: OrgInfo | undefined;
   private readonly read: ReturnType<typeof columnsToRead>;
-  /** The sheet has every column the merge could take from the stored Location (see MergedRow). */
+  /** The sheet has every column the merge could take from the stored Location (see MergedAhead). */
   private readonly fullSheet: boolean;
   private readonly fingerprintOf: (raw: string) => string;
   private readonly normalizeRow: ReturnType<typeof locationRowNormalizer>;
@@ -95,13 +100,7 @@ export class LocationsLoader {
       const { row, warnings } = result;
       const clean = warnings.length === 0;
       const kept = clean ? fingerprint : null;
-      let merged: MergedRow | null = null;
-      if (mergeAhead) {
-        merged = mergeRow(row, undefined);
-        merged.copy = newLocationCopy(merged, kept);
-        const orgName = row.org.businessName;
-        merged.slugGuess = { orgName, base: slugBaseOf(orgName, merged.address.city, merged.content.name) };
-      }
+      const merged = mergeAhead ? mergeAheadOf(row, kept) : null;
       return {
         ok: true,
         record: { kind: 'row', row, fingerprint: kept, merged },

@@ -24,10 +24,7 @@ type Trx = Transaction<Database>;
 
 /**
  * A row merged into the canonical Location and Address and hashed: what is compared with the stored
- * Location and written. Merged ahead (in the read-ahead, while Postgres is busy with the previous
- * batch) with no stored Location while most rows are written: that is the merge of a new Location,
- * and of any row of a sheet with every column (the stored values then play no part); a row of a
- * partial sheet whose Location exists is merged again with it in the batch.
+ * Location and written (merged in the batch, see MergedAhead for the read-ahead's).
  */
 export interface MergedRow {
   content: LocationContent;
@@ -35,22 +32,37 @@ export interface MergedRow {
   hash: string;
   address: AddressContent;
   addrHash: string;
+}
+
+/**
+ * A row merged ahead (in the read-ahead, while Postgres is busy with the previous batch) with no
+ * stored Location, while most rows are written: that is the merge of a new Location, and of any row
+ * of a sheet with every column (the stored values then play no part); a row of a partial sheet whose
+ * Location exists is merged again with it in the batch. Only what a new Location needs is kept: its
+ * hashes, its COPY text and its label's parts; the merged objects themselves are dropped at once, so
+ * a batch waiting for its turn holds a few strings a row instead of a few dozen objects (they would
+ * outlive the young generation and be collected as old ones). A row that turns out to update a
+ * stored Location is merged again in the batch (mergeRow).
+ */
+export interface MergedAhead {
+  hash: string;
+  addrHash: string;
+  /** The COPY text of the columns that do not depend on ids, slugs or the run (newLocationCopy). */
+  copy: NewLocationCopy;
+  name: string;
+  city: string | null;
+  countryCode: string;
   /**
-   * Set by the read-ahead: the COPY text of the new Location's and Address's columns that do not
-   * depend on ids or slugs (newLocationCopy in locations.repository.ts), built while Postgres works.
+   * The public label's base (slugBase in locations.write.ts) as it is if the row's Org is named
+   * `orgName` (its business name: what a by-name Org is called). The batch uses it when the Org it
+   * resolved has that name, and slugifies again otherwise.
    */
-  copy?: NewLocationCopy;
-  /**
-   * Set by the read-ahead: the public label's base (slugBase in locations.write.ts) as it is if the
-   * row's Org is named `orgName` (its business name: what a by-name Org is called). The batch uses it
-   * when the Org it resolved has that name, and slugifies again otherwise.
-   */
-  slugGuess?: { orgName: string; base: string };
+  slugGuess: { orgName: string; base: string };
 }
 
 /**
  * What the read-ahead hands over (LocationsLoader.prepareRow):
- * - `row`: normalized, and merged ahead too (see MergedRow) while most rows are written;
+ * - `row`: normalized, and merged ahead too (see MergedAhead) while most rows are written;
  * - `keyed`: only the cells that name the Location were read (see the loader's `eager`); the rest
  *   is normalized in the batch, and only if the row's fingerprint does not match the stored Location's;
  * - `refused`: refused for its content (bad hours, no name) but still naming its Location, so the
@@ -62,7 +74,7 @@ export interface MergedRow {
  * that has warnings keeps none (null), so it is normalized again and its warnings come again.
  */
 export type LocationRecord =
-  | { kind: 'row'; row: LocationRow; fingerprint: string | null; merged: MergedRow | null }
+  | { kind: 'row'; row: LocationRow; fingerprint: string | null; merged: MergedAhead | null }
   | { kind: 'keyed'; fields: readonly string[]; code: string; org: OrgRef; fingerprint: string }
   | { kind: 'refused'; issue: RowIssue; code: string; org: OrgRef };
 

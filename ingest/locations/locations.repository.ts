@@ -53,8 +53,13 @@ export interface AddressWrite {
   domain_cc: string;
   content: AddressContent;
   hash: string;
-  /** The COPY text of the columns after id and domain_cc, built ahead (NewLocationCopy). */
-  copy?: string;
+}
+
+/** A new Address: its keys, and the COPY text of its other columns (NewLocationCopy). */
+export interface NewAddress {
+  id: number;
+  domain_cc: string;
+  copy: string;
 }
 
 /**
@@ -92,9 +97,9 @@ const setFromV = (columns: readonly string[], cast: (c: string) => string = () =
   sql.raw(columns.map((c) => `${c} = v.${c}${cast(c)}`).join(', '));
 
 /** New Addresses, through COPY (pg-copy.ts): the ids were taken beforehand (takeIds). */
-export async function insertAddresses(trx: Trx, rows: readonly AddressWrite[]): Promise<void> {
+export async function insertAddresses(trx: Trx, rows: readonly (AddressWrite | NewAddress)[]): Promise<void> {
   const lines = rows.map((r) => {
-    if (r.copy !== undefined) return `${r.id}\t${copyField(r.domain_cc)}\t${r.copy}\n`;
+    if ('copy' in r) return `${r.id}\t${copyField(r.domain_cc)}\t${r.copy}\n`;
     const row = addressRow(r);
     return copyLine(ADDRESS_COLUMNS.map((c) => row[c]));
   });
@@ -130,10 +135,20 @@ export interface LocationWrite {
   fingerprint: string | null;
   /** False when this run already bumped the Location (a store code repeated in the sheet). */
   bump: boolean;
-  /** The COPY text of the content columns, hash and fingerprint, built ahead (NewLocationCopy). */
-  copy?: string;
-  /** A new Location's label base as the read-ahead guessed it (MergedRow.slugGuess). */
-  slugGuess?: { orgName: string; base: string };
+}
+
+/** A new Location: its keys, and the COPY text of its content, hash and fingerprint (NewLocationCopy). */
+export interface NewLocation {
+  id: number;
+  org_id: number;
+  code: string;
+  domain_cc: string;
+  public_slug: string;
+  address_id: number;
+  position: number;
+  /** Always true: a new Location is version 1 (kept for the plan's readers). */
+  bump: true;
+  copy: string;
 }
 
 /**
@@ -149,7 +164,7 @@ const KEY_COLUMNS = [
   'public_slug',
   'address_id',
   'position',
-] as const satisfies readonly (keyof LocationWrite)[];
+] as const satisfies readonly (keyof LocationWrite & keyof NewLocation)[];
 
 const LOCATION_COLUMNS = [
   ...KEY_COLUMNS,
@@ -242,13 +257,8 @@ function locationJson(rows: readonly LocationWrite[]): string {
 }
 
 /** New Locations, through COPY (pg-copy.ts); phones, hours and links go as the JSON text encoded once. */
-export async function insertLocations(
-  trx: Trx,
-  rows: readonly LocationWrite[],
-  runId: number,
-): Promise<void> {
+export async function insertLocations(trx: Trx, rows: readonly NewLocation[], runId: number): Promise<void> {
   const lines = rows.map((r) => {
-    if (r.copy === undefined) return copyLine(locationValues(r, runId));
     let keys = '';
     for (const k of KEY_COLUMNS) keys += `${copyField(r[k])}\t`;
     return `${keys}${r.copy}\t${runId}\n`;
