@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { FeedFormatError } from '../../shared/errors.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow } from '../feed-handler.js';
-import { recordedRunKeys, recordRunKeys } from '../import-run-keys.repository.js';
+import { recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';
 import { finishRun, recordFirstRows, settleDefaults } from './locations.close.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
@@ -12,6 +12,7 @@ import {
   candidatesFrom,
   createdByRun,
   findLocationStates,
+  findStatesAndRunKeys,
   isSettled,
   keyOf,
   keysOf,
@@ -210,7 +211,8 @@ export class LocationsLoader {
     const issues = new BatchIssues();
     const { candidates, refusedKeys } = await this.candidatesOf(trx, rows, issues);
 
-    let states = await findLocationStates(trx, keysOf(candidates));
+    const found = await findStatesAndRunKeys(trx, keysOf(candidates), runId);
+    let states = found.states;
     // Keys of Locations the run created in an earlier batch, as they were before this batch moved any.
     const created = new Set(states.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : [])));
     const { moved, left } = await this.adopt(trx, candidates, states, runId);
@@ -228,7 +230,14 @@ export class LocationsLoader {
         unique.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
       );
     }
-    const seenBefore = await this.recordKeys(trx, runId, { unique, refusedKeys, stateByKey, created, left });
+    const seenBefore = await this.recordKeys(trx, runId, {
+      unique,
+      refusedKeys,
+      stateByKey,
+      created,
+      left,
+      recorded: found.recorded,
+    });
     const split = splitSettled(unique, seenBefore, settled);
     this.eager = split.toMerge.length * 2 > unique.length;
 
@@ -268,7 +277,8 @@ export class LocationsLoader {
    * no stored Location records no key: the Location it creates carries the run's id and version 1
    * (createdByRun), which says the same and saves a key row per new Location, most of a first
    * import. Such keys are only looked up (an earlier batch may have refused them), before this batch
-   * records its own. A Location the run created that moves away leaves its old key recorded, so a
+   * records its own: `recorded`, found with the batch's stored Locations (findStatesAndRunKeys), before
+   * any move; a key with no Location after the moves had none before them either. A Location the run created that moves away leaves its old key recorded, so a
    * later row naming that key still counts as a repeat.
    */
   private async recordKeys(
@@ -280,12 +290,15 @@ export class LocationsLoader {
       stateByKey: ReadonlyMap<string, LocationState>;
       created: ReadonlySet<string>;
       left: readonly LocationState[];
+      recorded: ReadonlySet<string>;
     },
   ): Promise<Set<string>> {
-    const fresh: string[] = [];
+    const seen = new Set<string>();
     const known: string[] = [];
-    for (const p of batch.unique) (batch.stateByKey.has(p.key) ? known : fresh).push(p.key);
-    const seen = await recordedRunKeys(trx, runId, fresh);
+    for (const p of batch.unique) {
+      if (batch.stateByKey.has(p.key)) known.push(p.key);
+      else if (batch.recorded.has(p.key)) seen.add(p.key);
+    }
     const leftKeys = batch.left.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : []));
     const repeats = await recordRunKeys(trx, runId, [...known, ...batch.refusedKeys, ...leftKeys]);
     for (const key of repeats) seen.add(key);

@@ -198,6 +198,38 @@ export async function findLocationStates(
   return rows;
 }
 
+/**
+ * findLocationStates, and in the same statement (one round trip a batch less) which of the keys that
+ * have no Location the run has recorded (import_run_keys: an earlier batch met them, e.g. refused).
+ * Only keys with no Location are looked up there, so a re-import (every key stored) reads no key rows.
+ */
+export async function findStatesAndRunKeys(
+  trx: Trx,
+  keys: { orgId: number; code: string }[],
+  runId: number,
+): Promise<{ states: LocationState[]; recorded: Set<string> }> {
+  if (keys.length === 0) return { states: [], recorded: new Set() };
+  const { rows } = await sql<LocationState & { run_key: string | null }>`
+    with k as materialized (
+      select k.org_id, k.code, l.id, l.source_fingerprint, l.closed_date, l.last_run_id, l.version_number
+      from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
+      left join locations l on l.org_id = k.org_id and l.code = k.code)
+    select id, org_id, code, source_fingerprint, closed_date, last_run_id, version_number, null::text as run_key
+    from k where id is not null
+    union all
+    select null, null, null, null, null, null, null, r.key
+    from import_run_keys r
+    where r.run_id = ${runId}::bigint
+      and r.key = any(array(select k.org_id::text || ':' || k.code from k where k.id is null))`.execute(trx);
+  const states: LocationState[] = [];
+  const recorded = new Set<string>();
+  for (const { run_key, ...state } of rows) {
+    if (run_key !== null) recorded.add(run_key);
+    else states.push(state);
+  }
+  return { states, recorded };
+}
+
 /** The rest of those Locations that rows must be merged with, including the stored columns a partial sheet leaves. */
 export async function readLocations(
   trx: Trx,
