@@ -103,8 +103,17 @@ export async function insertAddresses(trx: Trx, rows: readonly (AddressWrite | N
     const row = addressRow(r);
     return copyLine(ADDRESS_COLUMNS.map((c) => row[c]));
   });
-  await copyInto(trx, 'addresses', ADDRESS_COLUMNS, lines);
+  await copyInto(trx, 'addresses', ADDRESS_COLUMNS, asOneChunk(lines));
 }
+
+/**
+ * A batch's COPY lines as one string, handed to copyInto as its only chunk. copyInto sends its lines
+ * 500 at a time, each chunk pulled after the socket took the one before: every pull waits for the
+ * event loop, which the read-ahead keeps busy in slices, while Postgres waits for data. One chunk
+ * (a few MB: the lines are flat, so joining them is one copy) is written at once and the socket sends
+ * it on its own.
+ */
+const asOneChunk = (lines: readonly string[]) => (lines.length === 0 ? [] : [lines.join('')]);
 
 /** A changed Address: new content, `updated` now, version + 1 unless this run already bumped it. */
 export async function updateAddresses(
@@ -263,7 +272,7 @@ export async function insertLocations(trx: Trx, rows: readonly NewLocation[], ru
     for (const k of KEY_COLUMNS) keys += `${copyField(r[k])}\t`;
     return `${keys}${r.copy}\t${runId}\n`;
   });
-  await copyInto(trx, 'locations', LOCATION_COLUMNS, lines);
+  await copyInto(trx, 'locations', LOCATION_COLUMNS, asOneChunk(lines));
 }
 
 /**
