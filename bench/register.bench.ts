@@ -309,16 +309,20 @@ async function main() {
     const lat: number[] = [];
     let wrong = 0;
     const slowest: { ms: number; q: string; sort: string; offset: number }[] = [];
+    // Brute force first, so its scans of a million names (and their garbage) fall outside the timings.
     for (const m of mix) {
-      const r = await ask(m.q, m.sort, m.offset);
-      lat.push(r.ms);
-      slowest.push({ ms: r.ms, ...m });
       const f = foldName(m.q);
       if (!truth.has(f))
         truth.set(
           f,
           folded.reduce((n, name) => n + (name.includes(f) ? 1 : 0), 0),
         );
+    }
+    for (const m of mix) {
+      const r = await ask(m.q, m.sort, m.offset);
+      lat.push(r.ms);
+      slowest.push({ ms: r.ms, ...m });
+      const f = foldName(m.q);
       if (truth.get(f) !== r.total) {
         wrong++;
         console.log(
