@@ -197,9 +197,10 @@ async function insertOrgs(
   if (slugs.length !== rows.length)
     throw new Error(`${rows.length} new companies but ${slugs.length} labels`);
   const { rows: inserted } = await sql<{ id: number }>`
-    with v as materialized (
-      select s.*, t.label, nextval(pg_get_serial_sequence('addresses', 'id')) as address_id
-      from unnest(${rows.map((r) => r.at)}::tid[], ${slugs}::text[]) as t(at, label)
+    with q as materialized (select pg_get_serial_sequence('addresses', 'id')::regclass as seq),
+    v as materialized (
+      select s.*, t.label, nextval(q.seq) as address_id
+      from q cross join unnest(${rows.map((r) => r.at)}::tid[], ${slugs}::text[]) as t(at, label)
       cross join lateral (select * from ${sql.table(stageTableOf(ctx.runId))} where ctid = t.at) s
     ), a as (
       insert into addresses (id, domain_cc, line1, line2, line3, city, state, zip, country_code, content_hash)
