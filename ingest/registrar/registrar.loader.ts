@@ -102,6 +102,8 @@ async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[
         trx,
         runId,
         todo.map(({ r }, k) => ({ number: r.number, label: slugs[k]! })),
+        // A company without a kept label has no row in the run's labels table yet.
+        todo.some(({ r }) => r.kept !== null),
       ),
   );
   todo.forEach(({ i }, k) => {

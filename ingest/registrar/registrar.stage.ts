@@ -327,17 +327,22 @@ export async function refreshFingerprints(
     where o.registration_country = ${country} and o.registration_number = s.number`.execute(trx);
 }
 
-/** Remembers the labels reserved for these companies (in the reservation's transaction). */
+/**
+ * Remembers the labels reserved for these companies (in the reservation's transaction). `replace`:
+ * some of them may hold a label already (an earlier attempt's, taken since); otherwise none does and
+ * a plain insert does (no speculative insertion per row).
+ */
 export async function keepLabels(
   trx: Transaction<Database>,
   runId: number,
   labels: readonly { number: string; label: string }[],
+  replace = true,
 ): Promise<void> {
   if (labels.length === 0) return;
   await sql`
     insert into ${labelsTable(runId)} (number, label)
     select * from unnest(${labels.map((l) => l.number)}::text[], ${labels.map((l) => l.label)}::text[])
-    on conflict (number) do update set label = excluded.label`.execute(trx);
+    ${replace ? sql`on conflict (number) do update set label = excluded.label` : sql``}`.execute(trx);
 }
 
 /** The labels kept for these companies by earlier attempts (by company number). */
