@@ -3,15 +3,17 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { Meilisearch } from 'meilisearch';
+import { Meilisearch, type SearchParams } from 'meilisearch';
 import pg from 'pg';
 import { createAccount } from '../api/accounts/account.service.js';
 import { buildApp } from '../api/app.js';
 import { freePort, startMeiliServer } from '../bin/local/meili-server.js';
 import { ensureOrgIndex, succeeded } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
+import type { OrgSort } from '../search/org-search.js';
 import { pendingChanges } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
+import { searchOrgs } from '../search/search-orgs.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
@@ -24,6 +26,7 @@ import { coined } from './register/names.js';
  * The whole register through the real pipeline, then the search on it:
  *
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--skip-rebuild]
+ *                             [--keep] [--reuse TAG] [--explain N]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -32,6 +35,13 @@ import { coined } from './register/names.js';
  * the hard query mix through the API (auth and credits) with every total checked against a brute
  * force count, the same mix on pg_trgm, and how long a rename takes to become searchable.
  * Everything runs on its own database, queue prefix and Meilisearch (data under /tmp).
+ *
+ * `--keep` leaves the run's database and Meilisearch data in place and prints their tag;
+ * `--reuse TAG` then measures the mix (and the renames) on them again without importing, so a
+ * change to the query path is measured in a minute, not an import's time. `--explain N` replays
+ * the N slowest queries of the mix in this process and prints each Meilisearch call they made
+ * (filter, sort, page, Meilisearch's own processingTimeMs against the round trip) and the time
+ * spent checking suspects in Postgres.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -43,10 +53,17 @@ const opt = (name: string, fallback: number) => {
 const ORGS = opt('orgs', 1_000_000);
 const PARTS = opt('parts', 1);
 const QUERIES = opt('queries', 600);
+const EXPLAIN = opt('explain', 0);
+const REUSE = (() => {
+  const i = args.indexOf('--reuse');
+  return i >= 0 ? args[i + 1] : undefined;
+})();
+if (REUSE !== undefined && !/^[0-9a-z_]+$/.test(REUSE)) throw new Error(`--reuse: not a run tag: ${REUSE}`);
+const KEEP = flag('keep') || REUSE !== undefined;
 const INDEXING_MEMORY = process.env.BENCH_MEILI_INDEXING_MEMORY ?? '2 GiB';
 const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 const REDIS = process.env.REDIS_URL ?? LOCAL_REDIS_URL;
-const tag = `${process.pid}_${Date.now().toString(36)}`;
+const tag = REUSE ?? `${process.pid}_${Date.now().toString(36)}`;
 const dbName = `bizdir_register_${tag}`;
 const dbUrl = (() => {
   const u = new URL(ADMIN);
@@ -136,6 +153,62 @@ function queryMix(names: readonly string[], count: number) {
   }));
 }
 
+/**
+ * Replays queries in this process through the search use case, with a Meilisearch client that
+ * records every call, and prints where each query's time went.
+ */
+async function explainQueries(
+  meili: Meilisearch,
+  db: ReturnType<typeof createDb>['db'],
+  queries: { ms: number; q: string; sort: string; offset: number }[],
+) {
+  type Call = { what: string; ms: number; meiliMs: number; total: number; at: number };
+  let calls: Call[] = [];
+  let started = 0;
+  const traced = {
+    index: (uid: string) => {
+      const index = meili.index(uid);
+      // Every other call (the format check, say) goes to the real index.
+      return new Proxy(index, {
+        get: (target, prop) => {
+          if (prop === 'search') return search;
+          const value = Reflect.get(target, prop, target);
+          // Bound to the real index: its methods use private fields, which a proxy lacks.
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      async function search(q: string, params: SearchParams) {
+        const at = performance.now();
+        const res = await index.search(q, params);
+        const filter = JSON.stringify(params.filter ?? []);
+        calls.push({
+          what: `q=${JSON.stringify(q).slice(0, 40)} filter=${filter.length > 90 ? `${filter.slice(0, 90)}…` : filter} sort=${JSON.stringify(params.sort ?? [])} offset=${params.offset ?? 0} limit=${params.limit ?? 20}`,
+          ms: performance.now() - at,
+          meiliMs: res.processingTimeMs,
+          total: res.estimatedTotalHits ?? -1,
+          at: at - started,
+        });
+        return res;
+      }
+    },
+  } as unknown as Meilisearch;
+  const deps = { db, meili: traced, indexUid: INDEX, domainSuffix: 'bizdir.bench' };
+  console.log('  explain (replayed in this process; times in ms, "at" from the query start):');
+  for (const m of queries) {
+    calls = [];
+    started = performance.now();
+    const page = await searchOrgs(deps, { q: m.q, sort: m.sort as OrgSort, limit: 20, offset: m.offset });
+    const ms = performance.now() - started;
+    console.log(
+      `  - q=${JSON.stringify(m.q)} sort=${m.sort} offset=${m.offset}: mix ${m.ms.toFixed(0)}, replay ${ms.toFixed(0)}, total ${page.total}`,
+    );
+    for (const c of calls)
+      console.log(
+        `      at ${c.at.toFixed(0)}: ${c.ms.toFixed(0)} (meili ${c.meiliMs}) hits ${c.total}: ${c.what}`,
+      );
+  }
+}
+
 async function main() {
   const t0 = Date.now();
   const reg = await generateRegister({ orgs: ORGS, parts: PARTS, dir: '/tmp/bizdir-register' });
@@ -154,7 +227,7 @@ async function main() {
   });
   const meiliPid = meiliServer.process.pid!;
   const meili = new Meilisearch({ host: meiliServer.url, apiKey: meiliServer.masterKey, timeout: 600_000 });
-  await admin(`create database ${dbName}`);
+  if (REUSE === undefined) await admin(`create database ${dbName}`);
   const { db, close } = createDb(dbUrl, { max: 4 });
   const env = {
     DATABASE_URL: dbUrl,
@@ -172,14 +245,20 @@ async function main() {
     await ensureOrgIndex(meili, INDEX);
     worker = bizdir(['worker'], env);
 
-    // Import, then wait for the index to catch up.
+    // Import (unless reusing a kept run), then wait for the index to catch up.
     let t = Date.now();
-    const code = await waitExit(bizdir(['import', 'registrar', ...reg.files, '--wait'], env));
-    if (code !== 0) throw new Error(`import exited ${code}`);
-    const importMs = Date.now() - t;
-    report('import', `${s(importMs)} s, ${Math.round(ORGS / (importMs / 1000))} rows/s`);
     figures.orgs = ORGS;
-    figures.importRowsPerS = Math.round(ORGS / (importMs / 1000));
+    if (REUSE === undefined) {
+      const code = await waitExit(bizdir(['import', 'registrar', ...reg.files, '--wait'], env));
+      if (code !== 0) throw new Error(`import exited ${code}`);
+    }
+    const importMs = Date.now() - t;
+    if (REUSE === undefined) {
+      report('import', `${s(importMs)} s, ${Math.round(ORGS / (importMs / 1000))} rows/s`);
+      figures.importRowsPerS = Math.round(ORGS / (importMs / 1000));
+    } else {
+      report('import', `none: reusing run ${REUSE}`);
+    }
     for (;;) {
       const pending = await pendingChanges(db);
       const stats = await meili.index(INDEX).getStats();
@@ -265,10 +344,11 @@ async function main() {
         .map((x) => `${x.ms.toFixed(0)} ms q=${JSON.stringify(x.q)} sort=${x.sort} offset=${x.offset}`)
         .join('; ')}`,
     );
+    if (EXPLAIN > 0) await explainQueries(meili, db, slowest.slice(0, EXPLAIN));
 
     // A rename becomes searchable (through the outbox and the worker's index job).
     const renames: number[] = [];
-    const ids = await db.selectFrom('orgs').select('id').orderBy('id').limit(20).execute();
+    const ids = await db.selectFrom('orgs').select(['id', 'name']).orderBy('id').limit(20).execute();
     for (const [i, { id }] of ids.entries()) {
       const token = `renamed${coined(9_000_000 + i).toLowerCase()}`;
       const started = Date.now();
@@ -284,6 +364,10 @@ async function main() {
       }
       renames.push(Date.now() - started);
     }
+    // A kept run is measured again against the generated names: give the Orgs theirs back.
+    if (KEEP)
+      for (const { id, name } of ids)
+        await db.updateTable('orgs').set({ name }).where('id', '=', id).execute();
     renames.sort((a, b) => a - b);
     figures.renameP50Ms = pct(renames, 50);
     report(
@@ -399,7 +483,7 @@ async function main() {
       await waitExit(worker);
     }
     await close();
-    await admin(`drop database if exists ${dbName} with (force)`);
+    if (!KEEP) await admin(`drop database if exists ${dbName} with (force)`);
     await meiliServer.stop();
     const redis = new Redis(REDIS);
     for (let cursor = '0'; ; ) {
@@ -409,7 +493,11 @@ async function main() {
       if (cursor === '0') break;
     }
     redis.disconnect();
-    if (!flag('keep')) rmSync(MEILI_DIR, { recursive: true, force: true });
+    if (KEEP)
+      console.log(
+        `kept: database ${dbName}, Meilisearch data ${MEILI_DIR}; measure again with --reuse ${tag}`,
+      );
+    else rmSync(MEILI_DIR, { recursive: true, force: true });
   }
 }
 

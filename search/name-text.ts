@@ -13,10 +13,11 @@
  * - a "false 4-gram" a·b·c where the bigram b occurs twice, once after a and once before c, and
  *   a·b·c is not really in the name;
  * - a "false 5-gram" built the same way around a repeated trigram;
- * - a marker (REPEAT_MARK) when some 4-gram occurs twice.
+ * - each 4-gram that occurs twice (REPEAT_PREFIX + the 4-gram).
  * If a name holds every trigram of a term but not the term, then one of the term's 4-grams is a
  * false 4-gram of the name, or one of its 5-grams a false 5-gram, or (for terms of six or more
- * characters) the name repeats a 4-gram (see docs/search.md for the argument). So the names
+ * characters) the name repeats one of the term's inner 4-grams, neither its first nor its last
+ * (see docs/search.md for the argument). So the names
  * without any of those links are exact matches, and only the few with one are checked against
  * the names in Postgres. Totals stay exact.
  *
@@ -35,8 +36,14 @@ export function foldName(text: string): string {
 
 /** Pads the words at the end of a name (never a character of a name or a term). */
 const END = 'xk';
-/** Filter value of a name that repeats a 4-gram. */
+/**
+ * Filter value of a name that repeats some 4-gram, as documents written before the repeated
+ * 4-grams were named (REPEAT_PREFIX) carry it: queries still look for it, so an index built by an
+ * earlier release stays exact until `bizdir reindex`; documents written now never carry it.
+ */
 const REPEAT_MARK = 'rr';
+/** Filter value of a name that repeats one 4-gram: this + the 4-gram (':' is no code character). */
+const REPEAT_PREFIX = 'r:';
 /** Filter value of a name with more links than LINK_CAP: a suspect for every term of 4+ characters. */
 export const SUSPECT_MARK = 'ss';
 /** Above this many links a name is stored with SUSPECT_MARK instead (pathological repetition). */
@@ -136,7 +143,7 @@ export function nameTerms(folded: string): NameTerms {
   const links = new Set<string>();
   falseGrams(codes, 2, links);
   falseGrams(codes, 3, links);
-  if (repeats(codes, 4).size > 0) links.add(REPEAT_MARK);
+  for (const g of repeats(codes, 4).keys()) links.add(REPEAT_PREFIX + g);
   const linkList = links.size > LINK_CAP ? [SUSPECT_MARK] : [...links];
   return { words: [...words], links: linkList };
 }
@@ -158,7 +165,12 @@ export function planTerm(foldedTerm: string): TermPlan {
     links.add(SUSPECT_MARK);
   }
   if (seq.length >= 5) for (const g of grams(seq, 5)) links.add(g);
-  if (seq.length >= 6) links.add(REPEAT_MARK);
+  if (seq.length >= 6) {
+    // Only an inner 4-gram's repetition can fake the whole term (docs/search.md).
+    const fours = grams(seq, 4);
+    for (let i = 1; i < fours.length - 1; i++) links.add(REPEAT_PREFIX + fours[i]!);
+    links.add(REPEAT_MARK);
+  }
   return { kind: 'phrase', words, links: [...links] };
 }
 

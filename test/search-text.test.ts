@@ -90,6 +90,40 @@ describe('name text', () => {
     expect(falseCandidates).toBeGreaterThan(20);
   });
 
+  it('every false candidate carries a term link: all names over {a, b} up to 13 characters, terms of 4-8', () => {
+    // Exhaustive where random names rarely reach: terms long enough that only a repeated inner
+    // 4-gram can fake them (all their 4- and 5-grams really in the name, the term not).
+    const all = (len: number): string[] =>
+      len === 0 ? [''] : all(len - 1).flatMap((s) => [`${s}a`, `${s}b`]);
+    const names = Array.from({ length: 14 }, (_, n) => all(n)).flat();
+    const terms = [4, 5, 6, 7, 8].flatMap(all);
+    const indexed = names.map((name) => {
+      const t = nameTerms(name);
+      return { name, words: new Set(t.words), links: new Set(t.links) };
+    });
+    let falseCandidates = 0;
+    let missed = 0;
+    for (const term of terms) {
+      const plan = planTerm(term);
+      if (plan.kind !== 'phrase') continue;
+      for (const n of indexed) {
+        if (!plan.words.every((w) => n.words.has(w)) || n.name.includes(term)) continue;
+        falseCandidates++;
+        if (!plan.links.some((l) => n.links.has(l))) missed++;
+      }
+    }
+    expect(falseCandidates).toBeGreaterThan(1000);
+    expect(missed).toBe(0);
+  });
+
+  it("a name is a suspect for a long term only when it repeats one of that term's inner 4-grams", () => {
+    // "united" repeats "ited", the last 4-gram of "limited": it cannot fake "limited".
+    expect(suspect(foldName('UNITED SUPPLIES LIMITED'), 'limited')).toBe(false);
+    expect(suspect(foldName('UNITED SUPPLIES LIMITED'), 'nited s')).toBe(true);
+    // An index written before (every repeating name marked `rr`) is still checked.
+    expect(planTerm('limited')).toMatchObject({ links: expect.arrayContaining(['rr']) });
+  });
+
   it('the name key of a name starts with the key of every prefix of it (relevance ranges)', () => {
     fc.assert(
       fc.property(text(0, 12), text(0, 12), (a, b) => {
