@@ -226,9 +226,12 @@ export async function nextWinners(
   const { rows } = await sql<Winner>`
     with g as materialized (select ${registerWritesSql(country, runId)} as writes,
       -- Whether any Org of the register has a number in this chunk's range (one probe of the key): a
-      -- first import's chunks have none, and their rows then skip the probe below.
-      exists (select 1 from orgs where registration_country = ${country} and registration_number > ${after}
-        ${upto === null ? sql`` : sql`and registration_number <= ${upto}`}) as known),
+      -- first import's chunks have none, and their rows then skip the probe below. The first number in
+      -- key order, not EXISTS: EXISTS drops ORDER BY and LIMIT, and with a range holding many Orgs a
+      -- sequential scan "to the first match" could walk most of the table (its heap is in number order).
+      (select registration_number from orgs where registration_country = ${country}
+        and registration_number > ${after} ${upto === null ? sql`` : sql`and registration_number <= ${upto}`}
+        order by registration_country, registration_number limit 1) is not null as known),
     w as (
       select s.*, coalesce(s.seen = g.writes, false) as fresh, g.known from (
         select distinct on (number) ctid as at, number, part_no, line, org_hash, slug, fingerprint, seen
