@@ -14,7 +14,13 @@ import type { Settings } from 'meilisearch';
 export const ORG_INDEX_PRIMARY_KEY = 'id';
 
 /** Bumped when the document shape changes; an index of another format needs `bizdir reindex`. */
-export const ORG_INDEX_FORMAT = 3;
+export const ORG_INDEX_FORMAT = 4;
+
+/**
+ * The sortable attributes of format 3, which sorted on the exact keys alone (no buckets). It is
+ * recognised by them and served until `bizdir reindex`.
+ */
+export const V3_SORTABLE = ['n', 't', 'd'] as const;
 
 /**
  * The sortable attributes of the previous format (2), which sorted `updated` on `u` (ms) with the
@@ -51,7 +57,9 @@ export const ORG_INDEX_SETTINGS: Settings = {
   ],
   // `t` carries the `updated` order with its tie-break (org-document.ts), so no sort needs `d`
   // inside the large groups of Orgs one import transaction wrote with the same `updated`.
-  sortableAttributes: ['n', 't', 'd'],
+  // `nb`, `tb` and `db` are coarse buckets of `n`, `t` and `d`, sorted on first: Meilisearch then
+  // skips whole buckets before a deep page instead of walking every value (org-document.ts).
+  sortableAttributes: ['n', 't', 'd', 'nb', 'tb', 'db'],
 };
 
 /** A filter true of every document of this format and refused by an index of the old one. */

@@ -44,25 +44,38 @@ export interface OrgSearchDeps {
   indexUid: string;
   /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
-  /** The live index's format: 2 sorts `updated` on `u` and `d` (until `bizdir reindex`). */
-  format?: 2 | 3;
+  /**
+   * The live index's format (until `bizdir reindex`): 3 sorts on the exact keys without buckets,
+   * 2 also sorts `updated` on `u` and `d`.
+   */
+  format?: 2 | 3 | 4;
 }
 
-type SortRules = Record<Exclude<OrgSort, 'relevance'>, string[]>;
-const SORT_RULES: SortRules = {
+/** `relevance` is tiers, each by stable domain. */
+type SortRules = Record<Exclude<OrgSort, 'relevance'>, string[]> & { byDomain: string[] };
+const V3_SORT_RULES: SortRules = {
   name: ['n:asc', 'd:asc'],
   '-name': ['n:desc', 'd:asc'],
   // `t` holds two unique values per Org (org-document.ts updatedKeys): no tie-break needed.
   updated: ['t:asc'],
   '-updated': ['t:desc'],
+  byDomain: ['d:asc'],
+};
+/** Each exact key after its bucket (org-document.ts): deep pages skip whole buckets. */
+const SORT_RULES: SortRules = {
+  name: ['nb:asc', 'n:asc', 'd:asc'],
+  '-name': ['nb:desc', 'n:desc', 'd:asc'],
+  updated: ['tb:asc', 't:asc'],
+  '-updated': ['tb:desc', 't:desc'],
+  byDomain: ['db:asc', 'd:asc'],
 };
 const V2_SORT_RULES: SortRules = {
-  ...SORT_RULES,
+  ...V3_SORT_RULES,
   updated: ['u:asc', 'd:asc'],
   '-updated': ['u:desc', 'd:asc'],
 };
-const sortRules = (deps: OrgSearchDeps) => (deps.format === 2 ? V2_SORT_RULES : SORT_RULES);
-const BY_DOMAIN = ['d:asc'];
+const sortRules = (deps: OrgSearchDeps) =>
+  deps.format === 2 ? V2_SORT_RULES : deps.format === 3 ? V3_SORT_RULES : SORT_RULES;
 
 /** Pages of this many ids when a whole candidate set is read. */
 const READ_PAGE = 10_000;
@@ -164,7 +177,7 @@ async function sortedPage(
 export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): Promise<OrgSearchPage> {
   const folded = foldName(query.q);
   if (folded === '') {
-    const sort = query.sort === 'relevance' ? BY_DOMAIN : sortRules(deps)[query.sort];
+    const sort = sortRules(deps)[query.sort === 'relevance' ? 'byDomain' : query.sort];
     return sortedPage(deps, '', [], sort, query.limit, query.offset);
   }
   if (query.sort === 'relevance') return relevancePage(deps, folded, query);
@@ -246,7 +259,7 @@ async function tieredPage(
   const f = first.length;
   const secondRes = await search(deps, second.q, {
     filter: second.filters,
-    sort: BY_DOMAIN,
+    sort: sortRules(deps).byDomain,
     offset: Math.max(0, offset - f),
     limit,
     attributesToRetrieve: ['id'],
@@ -255,7 +268,7 @@ async function tieredPage(
   const restFrom = Math.max(0, offset - f - s);
   const restRes = await search(deps, rest.q, {
     filter: rest.filters,
-    sort: BY_DOMAIN,
+    sort: sortRules(deps).byDomain,
     offset: restFrom,
     limit: Math.max(0, Math.min(limit, offset + limit - f - s - restFrom)),
     attributesToRetrieve: ['id'],

@@ -1,10 +1,16 @@
 import type { Meilisearch, Settings } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ORG_INDEX_FORMAT, ORG_INDEX_SETTINGS, V2_SORTABLE } from '../search/index-definition.js';
+import {
+  ORG_INDEX_FORMAT,
+  ORG_INDEX_SETTINGS,
+  V2_SORTABLE,
+  V3_SORTABLE,
+} from '../search/index-definition.js';
 import { V1_INDEX_SETTINGS } from '../search/legacy-v1/index-settings.js';
 import { toV1OrgDocument } from '../search/legacy-v1/org-document.js';
 import { createMeiliClient, indexFormat, succeeded } from '../search/meili-client.js';
-import { type OrgRowForIndex, toV2OrgDocument } from '../search/org-document.js';
+import { foldName, nameSortKey } from '../search/name-text.js';
+import { type OrgRowForIndex, toV2OrgDocument, toV3OrgDocument } from '../search/org-document.js';
 import type { OrgSort } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
@@ -137,5 +143,78 @@ describe('upgrading from the v2 index (updated sorted on u, tie-broken on d)', (
     expect((await search('tied', 'updated', v2Uid)).ids).toEqual(asc);
     expect((await search('tied', '-updated', v2Uid)).ids).toEqual(desc);
     expect(driftCount(await verifyIndex(db.db, meili, v2Uid))).toBe(0);
+  });
+});
+
+describe('upgrading from the v3 index (exact sort keys without buckets)', () => {
+  let v3Uid: string;
+  /** Ids of the `BUCKET %` Orgs in the order of each sort, from Postgres (ties by stable domain). */
+  async function expected(sort: OrgSort) {
+    const rows = await db.db
+      .selectFrom('orgs')
+      .select(['id', 'uid', 'name', 'updated'])
+      .where('name', 'like', 'BUCKET %')
+      .execute();
+    const key = (r: { name: string }) => nameSortKey(foldName(r.name));
+    const ms = (r: { updated: unknown }) => new Date(r.updated as string).getTime();
+    const byUid = (a: { uid: string }, b: { uid: string }) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
+    const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+    const order: Record<OrgSort, (a: (typeof rows)[0], b: (typeof rows)[0]) => number> = {
+      name: (a, b) => cmp(key(a), key(b)) || byUid(a, b),
+      '-name': (a, b) => cmp(key(b), key(a)) || byUid(a, b),
+      updated: (a, b) => ms(a) - ms(b) || byUid(a, b),
+      '-updated': (a, b) => ms(b) - ms(a) || byUid(a, b),
+      relevance: byUid,
+    };
+    return rows.sort(order[sort]).map((r) => Number(r.id));
+  }
+  const sorts: OrgSort[] = ['name', '-name', 'updated', '-updated', 'relevance'];
+
+  beforeAll(async () => {
+    v3Uid = testIndexName('upgrade-v3');
+    await insertOrgs(db.db, [
+      { name: 'BUCKET ALPHA LTD' },
+      { name: 'BUCKET ALPHA LTD' },
+      { name: 'BUCKET BETA LTD' },
+      { name: 'BUCKET ÉTÉ LTD' },
+      { name: 'BUCKET 9 LTD' },
+    ]);
+    await db.db
+      .updateTable('orgs')
+      .set({ updated: new Date('2026-03-04T05:06:07.890Z') })
+      .where('name', 'like', 'BUCKET A%')
+      .execute();
+    await oldFormatIndex(
+      v3Uid,
+      { ...ORG_INDEX_SETTINGS, sortableAttributes: [...V3_SORTABLE] },
+      toV3OrgDocument,
+    );
+    await db.db.deleteFrom('search_outbox').execute();
+  });
+
+  afterAll(async () => {
+    await meili?.deleteIndexIfExists(v3Uid);
+  });
+
+  it('keeps serving every sort and syncing in its own format, then reindex moves it to the current one', async () => {
+    expect(await indexFormat(meili, v3Uid)).toBe(3);
+    for (const sort of sorts) expect((await search('bucket', sort, v3Uid)).ids).toEqual(await expected(sort));
+    const [renamed] = await db.db
+      .selectFrom('orgs')
+      .select('id')
+      .where('name', '=', 'BUCKET BETA LTD')
+      .execute();
+    await renameOrg(db.db, Number(renamed!.id), 'BUCKET AARDVARK LTD');
+    await syncOutbox({ db: db.db, meili, indexUid: v3Uid });
+    expect(await indexFormat(meili, v3Uid)).toBe(3);
+    const doc = await meili.index(v3Uid).getDocument(Number(renamed!.id));
+    expect(doc).not.toHaveProperty('nb');
+    for (const sort of sorts) expect((await search('bucket', sort, v3Uid)).ids).toEqual(await expected(sort));
+
+    await reindex({ db: db.db, meili, indexUid: v3Uid });
+    expect(await indexFormat(meili, v3Uid)).toBe(ORG_INDEX_FORMAT);
+    expect(await meili.index(v3Uid).getDocument(Number(renamed!.id))).toHaveProperty('nb');
+    for (const sort of sorts) expect((await search('bucket', sort, v3Uid)).ids).toEqual(await expected(sort));
+    expect(driftCount(await verifyIndex(db.db, meili, v3Uid))).toBe(0);
   });
 });
