@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { Meilisearch, type SearchParams } from 'meilisearch';
+import { type ExtraRequestInit, Meilisearch, type SearchParams } from 'meilisearch';
 import pg from 'pg';
 import { createAccount } from '../api/accounts/account.service.js';
 import { buildApp } from '../api/app.js';
@@ -177,9 +177,9 @@ async function explainQueries(
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
-      async function search(q: string, params: SearchParams) {
+      async function search(q: string, params: SearchParams, init?: ExtraRequestInit) {
         const at = performance.now();
-        const res = await index.search(q, params);
+        const res = await index.search(q, params, init);
         const filter = JSON.stringify(params.filter ?? []);
         calls.push({
           what: `q=${JSON.stringify(q).slice(0, 40)} filter=${filter.length > 90 ? `${filter.slice(0, 90)}…` : filter} sort=${JSON.stringify(params.sort ?? [])} offset=${params.offset ?? 0} limit=${params.limit ?? 20}`,

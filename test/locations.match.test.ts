@@ -17,7 +17,13 @@ import {
 } from '../ingest/locations/locations.match.js';
 import { normalizeLocationRow } from '../ingest/locations/locations.normalize.js';
 import type { OrgInfo } from '../ingest/locations/locations.orgs.js';
-import { changeOf, isOwnSlug, mergeRow, planWrites } from '../ingest/locations/locations.write.js';
+import {
+  changeOf,
+  isOwnSlug,
+  mergeAhead,
+  mergeRow,
+  planWrites,
+} from '../ingest/locations/locations.write.js';
 
 /**
  * The loader's decisions, without a server: which rows match a stored Location, which are settled
@@ -195,6 +201,32 @@ describe('changeOf and planWrites', () => {
     expect(plan.updates[0]!.loc.id).toBe(2);
     expect(plan.refreshed).toEqual([{ id: 1, fingerprint: 'new-print' }]);
     expect(plan.unchanged).toBe(1);
+  });
+});
+
+describe('rows merged ahead', () => {
+  it('insert the same COPY text as rows merged in the batch, and merge again when they update', () => {
+    const merge = (q: Loaded, e: ExistingLocation | undefined) => mergeRow(q.record.row, e);
+    const ahead = (q: Loaded): Loaded => ({
+      ...q,
+      record: { ...q.record, merged: mergeAhead(q.record.row, q.record.fingerprint) },
+    });
+    const fresh = loaded('N1', 2, { city: 'York' });
+    const [inBatch, merged] = [fresh, ahead(fresh)].map(
+      (q) => planWrites([q], new Map(), new Map(), new Set(), 9, merge).inserts,
+    );
+    const written = (xs: typeof merged) => xs!.map(({ p: _p, ...x }) => x);
+    expect(written(merged)).toEqual(written(inBatch));
+    expect(merged![0]!.addr.copy).toContain('\tYork\t');
+
+    const changed = loaded('S1', 3, { city: 'Hull' });
+    const stored = new Map([[changed.key, storedAs(loaded('S1', 3), 1)]]);
+    const [direct, again] = [changed, ahead(changed)].map(
+      (q) => planWrites([q], stored, new Map(), new Set(), 9, merge).updates,
+    );
+    expect(again).toHaveLength(1);
+    expect(again![0]!.loc).toEqual(direct![0]!.loc);
+    expect(again![0]!.addr).toEqual(direct![0]!.addr);
   });
 });
 

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { FeedFormatError } from '../../shared/errors.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow } from '../feed-handler.js';
-import { recordedRunKeys, recordRunKeys } from '../import-run-keys.repository.js';
+import { recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';
 import { finishRun, recordFirstRows, settleDefaults } from './locations.close.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
@@ -12,13 +12,13 @@ import {
   candidatesFrom,
   createdByRun,
   findLocationStates,
+  findStatesAndRunKeys,
   isSettled,
   keyOf,
   keysOf,
   type LocationRecord,
   type LocationState,
   lastRowWins,
-  type MergedRow,
   type Pending,
   type RowRef,
   readLocations,
@@ -28,10 +28,16 @@ import {
 import { locationRowNormalizer } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import { columnsToRead } from './locations.records.js';
-import { moveLocations, newLocationCopy, storeFingerprints } from './locations.repository.js';
-import { mergeRow, planWrites, writeInserts, writeUpdates } from './locations.write.js';
+import { moveLocations, storeFingerprints } from './locations.repository.js';
+import {
+  mergeAhead as mergeAheadOf,
+  mergeRow,
+  planWrites,
+  writeInserts,
+  writeUpdates,
+} from './locations.write.js';
 
-export type { LocationRecord, MergedRow } from './locations.match.js';
+export type { LocationRecord, MergedAhead, MergedRow } from './locations.match.js';
 
 /**
  * The one place that writes Locations. Per batch: resolve the Orgs the rows name, match them to the
@@ -52,7 +58,7 @@ export interface LocationsRunOptions {
 export class LocationsLoader {
   private fallback: OrgInfo | undefined;
   private readonly read: ReturnType<typeof columnsToRead>;
-  /** The sheet has every column the merge could take from the stored Location (see MergedRow). */
+  /** The sheet has every column the merge could take from the stored Location (see MergedAhead). */
   private readonly fullSheet: boolean;
   private readonly fingerprintOf: (raw: string) => string;
   private readonly normalizeRow: ReturnType<typeof locationRowNormalizer>;
@@ -95,11 +101,7 @@ export class LocationsLoader {
       const { row, warnings } = result;
       const clean = warnings.length === 0;
       const kept = clean ? fingerprint : null;
-      let merged: MergedRow | null = null;
-      if (mergeAhead) {
-        merged = mergeRow(row, undefined);
-        merged.copy = newLocationCopy(merged, kept);
-      }
+      const merged = mergeAhead ? mergeAheadOf(row, kept) : null;
       return {
         ok: true,
         record: { kind: 'row', row, fingerprint: kept, merged },
@@ -209,7 +211,8 @@ export class LocationsLoader {
     const issues = new BatchIssues();
     const { candidates, refusedKeys } = await this.candidatesOf(trx, rows, issues);
 
-    let states = await findLocationStates(trx, keysOf(candidates));
+    const found = await findStatesAndRunKeys(trx, keysOf(candidates), runId);
+    let states = found.states;
     // Keys of Locations the run created in an earlier batch, as they were before this batch moved any.
     const created = new Set(states.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : [])));
     const { moved, left } = await this.adopt(trx, candidates, states, runId);
@@ -227,7 +230,14 @@ export class LocationsLoader {
         unique.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
       );
     }
-    const seenBefore = await this.recordKeys(trx, runId, { unique, refusedKeys, stateByKey, created, left });
+    const seenBefore = await this.recordKeys(trx, runId, {
+      unique,
+      refusedKeys,
+      stateByKey,
+      created,
+      left,
+      recorded: found.recorded,
+    });
     const split = splitSettled(unique, seenBefore, settled);
     this.eager = split.toMerge.length * 2 > unique.length;
 
@@ -267,7 +277,8 @@ export class LocationsLoader {
    * no stored Location records no key: the Location it creates carries the run's id and version 1
    * (createdByRun), which says the same and saves a key row per new Location, most of a first
    * import. Such keys are only looked up (an earlier batch may have refused them), before this batch
-   * records its own. A Location the run created that moves away leaves its old key recorded, so a
+   * records its own: `recorded`, found with the batch's stored Locations (findStatesAndRunKeys), before
+   * any move; a key with no Location after the moves had none before them either. A Location the run created that moves away leaves its old key recorded, so a
    * later row naming that key still counts as a repeat.
    */
   private async recordKeys(
@@ -279,12 +290,15 @@ export class LocationsLoader {
       stateByKey: ReadonlyMap<string, LocationState>;
       created: ReadonlySet<string>;
       left: readonly LocationState[];
+      recorded: ReadonlySet<string>;
     },
   ): Promise<Set<string>> {
-    const fresh: string[] = [];
+    const seen = new Set<string>();
     const known: string[] = [];
-    for (const p of batch.unique) (batch.stateByKey.has(p.key) ? known : fresh).push(p.key);
-    const seen = await recordedRunKeys(trx, runId, fresh);
+    for (const p of batch.unique) {
+      if (batch.stateByKey.has(p.key)) known.push(p.key);
+      else if (batch.recorded.has(p.key)) seen.add(p.key);
+    }
     const leftKeys = batch.left.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : []));
     const repeats = await recordRunKeys(trx, runId, [...known, ...batch.refusedKeys, ...leftKeys]);
     for (const key of repeats) seen.add(key);

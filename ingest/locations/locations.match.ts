@@ -24,10 +24,7 @@ type Trx = Transaction<Database>;
 
 /**
  * A row merged into the canonical Location and Address and hashed: what is compared with the stored
- * Location and written. Merged ahead (in the read-ahead, while Postgres is busy with the previous
- * batch) with no stored Location while most rows are written: that is the merge of a new Location,
- * and of any row of a sheet with every column (the stored values then play no part); a row of a
- * partial sheet whose Location exists is merged again with it in the batch.
+ * Location and written (merged in the batch, see MergedAhead for the read-ahead's).
  */
 export interface MergedRow {
   content: LocationContent;
@@ -35,16 +32,37 @@ export interface MergedRow {
   hash: string;
   address: AddressContent;
   addrHash: string;
+}
+
+/**
+ * A row merged ahead (in the read-ahead, while Postgres is busy with the previous batch) with no
+ * stored Location, while most rows are written: that is the merge of a new Location, and of any row
+ * of a sheet with every column (the stored values then play no part); a row of a partial sheet whose
+ * Location exists is merged again with it in the batch. Only what a new Location needs is kept: its
+ * hashes, its COPY text and its label's parts; the merged objects themselves are dropped at once, so
+ * a batch waiting for its turn holds a few strings a row instead of a few dozen objects (they would
+ * outlive the young generation and be collected as old ones). A row that turns out to update a
+ * stored Location is merged again in the batch (mergeRow).
+ */
+export interface MergedAhead {
+  hash: string;
+  addrHash: string;
+  /** The COPY text of the columns that do not depend on ids, slugs or the run (newLocationCopy). */
+  copy: NewLocationCopy;
+  name: string;
+  city: string | null;
+  countryCode: string;
   /**
-   * Set by the read-ahead: the COPY text of the new Location's and Address's columns that do not
-   * depend on ids or slugs (newLocationCopy in locations.repository.ts), built while Postgres works.
+   * The public label's base (slugBase in locations.write.ts) as it is if the row's Org is named
+   * `orgName` (its business name: what a by-name Org is called). The batch uses it when the Org it
+   * resolved has that name, and slugifies again otherwise.
    */
-  copy?: NewLocationCopy;
+  slugGuess: { orgName: string; base: string };
 }
 
 /**
  * What the read-ahead hands over (LocationsLoader.prepareRow):
- * - `row`: normalized, and merged ahead too (see MergedRow) while most rows are written;
+ * - `row`: normalized, and merged ahead too (see MergedAhead) while most rows are written;
  * - `keyed`: only the cells that name the Location were read (see the loader's `eager`); the rest
  *   is normalized in the batch, and only if the row's fingerprint does not match the stored Location's;
  * - `refused`: refused for its content (bad hours, no name) but still naming its Location, so the
@@ -56,7 +74,7 @@ export interface MergedRow {
  * that has warnings keeps none (null), so it is normalized again and its warnings come again.
  */
 export type LocationRecord =
-  | { kind: 'row'; row: LocationRow; fingerprint: string | null; merged: MergedRow | null }
+  | { kind: 'row'; row: LocationRow; fingerprint: string | null; merged: MergedAhead | null }
   | { kind: 'keyed'; fields: readonly string[]; code: string; org: OrgRef; fingerprint: string }
   | { kind: 'refused'; issue: RowIssue; code: string; org: OrgRef };
 
@@ -178,6 +196,38 @@ export async function findLocationStates(
     from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
     join locations l on l.org_id = k.org_id and l.code = k.code`.execute(trx);
   return rows;
+}
+
+/**
+ * findLocationStates, and in the same statement (one round trip a batch less) which of the keys that
+ * have no Location the run has recorded (import_run_keys: an earlier batch met them, e.g. refused).
+ * Only keys with no Location are looked up there, so a re-import (every key stored) reads no key rows.
+ */
+export async function findStatesAndRunKeys(
+  trx: Trx,
+  keys: { orgId: number; code: string }[],
+  runId: number,
+): Promise<{ states: LocationState[]; recorded: Set<string> }> {
+  if (keys.length === 0) return { states: [], recorded: new Set() };
+  const { rows } = await sql<LocationState & { run_key: string | null }>`
+    with k as materialized (
+      select k.org_id, k.code, l.id, l.source_fingerprint, l.closed_date, l.last_run_id, l.version_number
+      from unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.code)}::text[]) as k(org_id, code)
+      left join locations l on l.org_id = k.org_id and l.code = k.code)
+    select id, org_id, code, source_fingerprint, closed_date, last_run_id, version_number, null::text as run_key
+    from k where id is not null
+    union all
+    select null, null, null, null, null, null, null, r.key
+    from import_run_keys r
+    where r.run_id = ${runId}::bigint
+      and r.key = any(array(select k.org_id::text || ':' || k.code from k where k.id is null))`.execute(trx);
+  const states: LocationState[] = [];
+  const recorded = new Set<string>();
+  for (const { run_key, ...state } of rows) {
+    if (run_key !== null) recorded.add(run_key);
+    else states.push(state);
+  }
+  return { states, recorded };
 }
 
 /** The rest of those Locations that rows must be merged with, including the stored columns a partial sheet leaves. */

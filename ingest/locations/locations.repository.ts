@@ -53,8 +53,13 @@ export interface AddressWrite {
   domain_cc: string;
   content: AddressContent;
   hash: string;
-  /** The COPY text of the columns after id and domain_cc, built ahead (NewLocationCopy). */
-  copy?: string;
+}
+
+/** A new Address: its keys, and the COPY text of its other columns (NewLocationCopy). */
+export interface NewAddress {
+  id: number;
+  domain_cc: string;
+  copy: string;
 }
 
 /**
@@ -92,14 +97,23 @@ const setFromV = (columns: readonly string[], cast: (c: string) => string = () =
   sql.raw(columns.map((c) => `${c} = v.${c}${cast(c)}`).join(', '));
 
 /** New Addresses, through COPY (pg-copy.ts): the ids were taken beforehand (takeIds). */
-export async function insertAddresses(trx: Trx, rows: readonly AddressWrite[]): Promise<void> {
+export async function insertAddresses(trx: Trx, rows: readonly (AddressWrite | NewAddress)[]): Promise<void> {
   const lines = rows.map((r) => {
-    if (r.copy !== undefined) return `${r.id}\t${copyField(r.domain_cc)}\t${r.copy}\n`;
+    if ('copy' in r) return `${r.id}\t${copyField(r.domain_cc)}\t${r.copy}\n`;
     const row = addressRow(r);
     return copyLine(ADDRESS_COLUMNS.map((c) => row[c]));
   });
-  await copyInto(trx, 'addresses', ADDRESS_COLUMNS, lines);
+  await copyInto(trx, 'addresses', ADDRESS_COLUMNS, asOneChunk(lines));
 }
+
+/**
+ * A batch's COPY lines as one string, handed to copyInto as its only chunk. copyInto sends its lines
+ * 500 at a time, each chunk pulled after the socket took the one before: every pull waits for the
+ * event loop, which the read-ahead keeps busy in slices, while Postgres waits for data. One chunk
+ * (a few MB: the lines are flat, so joining them is one copy) is written at once and the socket sends
+ * it on its own.
+ */
+const asOneChunk = (lines: readonly string[]) => (lines.length === 0 ? [] : [lines.join('')]);
 
 /** A changed Address: new content, `updated` now, version + 1 unless this run already bumped it. */
 export async function updateAddresses(
@@ -130,8 +144,20 @@ export interface LocationWrite {
   fingerprint: string | null;
   /** False when this run already bumped the Location (a store code repeated in the sheet). */
   bump: boolean;
-  /** The COPY text of the content columns, hash and fingerprint, built ahead (NewLocationCopy). */
-  copy?: string;
+}
+
+/** A new Location: its keys, and the COPY text of its content, hash and fingerprint (NewLocationCopy). */
+export interface NewLocation {
+  id: number;
+  org_id: number;
+  code: string;
+  domain_cc: string;
+  public_slug: string;
+  address_id: number;
+  position: number;
+  /** Always true: a new Location is version 1 (kept for the plan's readers). */
+  bump: true;
+  copy: string;
 }
 
 /**
@@ -147,7 +173,7 @@ const KEY_COLUMNS = [
   'public_slug',
   'address_id',
   'position',
-] as const satisfies readonly (keyof LocationWrite)[];
+] as const satisfies readonly (keyof LocationWrite & keyof NewLocation)[];
 
 const LOCATION_COLUMNS = [
   ...KEY_COLUMNS,
@@ -240,18 +266,13 @@ function locationJson(rows: readonly LocationWrite[]): string {
 }
 
 /** New Locations, through COPY (pg-copy.ts); phones, hours and links go as the JSON text encoded once. */
-export async function insertLocations(
-  trx: Trx,
-  rows: readonly LocationWrite[],
-  runId: number,
-): Promise<void> {
+export async function insertLocations(trx: Trx, rows: readonly NewLocation[], runId: number): Promise<void> {
   const lines = rows.map((r) => {
-    if (r.copy === undefined) return copyLine(locationValues(r, runId));
     let keys = '';
     for (const k of KEY_COLUMNS) keys += `${copyField(r[k])}\t`;
     return `${keys}${r.copy}\t${runId}\n`;
   });
-  await copyInto(trx, 'locations', LOCATION_COLUMNS, lines);
+  await copyInto(trx, 'locations', LOCATION_COLUMNS, asOneChunk(lines));
 }
 
 /**
@@ -278,17 +299,20 @@ export function newLocationCopy(
 ): NewLocationCopy {
   const c = m.content as unknown as Record<LocationContentField, LocationValue>;
   const e = m.encoded as unknown as Record<LocationContentField, LocationValue>;
-  let location = '';
+  // Joined, not built by `+=`: a join makes one flat string, where `+=` makes a tree of a few dozen
+  // pieces that V8 would flatten only when the batch joins its COPY lines (on the batch's critical
+  // path, while Postgres waits), the pieces surviving in the heap until then.
+  const location: string[] = [];
   for (let i = 0; i < LOCATION_CONTENT_FIELDS.length; i++) {
     const f = LOCATION_CONTENT_FIELDS[i]!;
-    location += `${copyField(FROM_ENCODED[i] ? e[f] : c[f])}\t`;
+    location.push(copyField(FROM_ENCODED[i] ? e[f] : c[f]));
   }
-  location += `${copyField(m.hash)}\t${copyField(fingerprint)}`;
+  location.push(copyField(m.hash), copyField(fingerprint));
   const a = m.address as unknown as Record<AddressField, string | null>;
-  let address = '';
-  for (const f of ADDRESS_FIELDS) address += `${copyField(a[f]!)}\t`;
-  address += copyField(m.addrHash);
-  return { location, address };
+  const address: string[] = [];
+  for (const f of ADDRESS_FIELDS) address.push(copyField(a[f]!));
+  address.push(copyField(m.addrHash));
+  return { location: location.join('\t'), address: address.join('\t') };
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { slugify } from '../../shared/domains.js';
 import { allocateSlugs, recordNewSlugs, recordSlugs } from '../public-domains.js';
-import type { ExistingLocation, Loaded, MergedRow, Pending } from './locations.match.js';
+import type { ExistingLocation, Loaded, MergedAhead, MergedRow, Pending } from './locations.match.js';
 import type { LocationRow } from './locations.normalize.js';
 import type { OrgInfo } from './locations.orgs.js';
 import { contentHash, encodeLocation, mergeAddress, mergeLocation } from './locations.records.js';
@@ -11,6 +11,9 @@ import {
   insertAddresses,
   insertLocations,
   type LocationWrite,
+  type NewAddress,
+  type NewLocation,
+  newLocationCopy,
   takeIds,
   updateAddresses,
   updateLocations,
@@ -30,13 +33,24 @@ export interface Write {
   addr: AddressWrite;
 }
 
+/** A new Location and its Address: keys around COPY text built from the merged row (newLocationCopy). */
+export interface Insert {
+  p: Pending;
+  loc: NewLocation;
+  addr: NewAddress;
+  /** For the label (slugBase). */
+  name: string;
+  city: string | null;
+  slugGuess?: MergedAhead['slugGuess'];
+}
+
 export interface Update extends Write {
   e: ExistingLocation;
   addressChanged: boolean;
 }
 
 export interface WritePlan {
-  inserts: Write[];
+  inserts: Insert[];
   updates: Update[];
   /** Unchanged Locations met through another fingerprint: only that is stored (storeFingerprints). */
   refreshed: { id: number; fingerprint: string }[];
@@ -50,6 +64,24 @@ export function mergeRow(row: LocationRow, e: ExistingLocation | undefined): Mer
   const address = mergeAddress(row.address, e?.storedAddress);
   const { encoded, hash } = encodeLocation(content);
   return { content, encoded, hash, address, addrHash: contentHash(address) };
+}
+
+/**
+ * The read-ahead's merge of a row with no stored Location (see MergedAhead): what a new Location
+ * needs, with the public label's base guessed for a by-name Org (named as the row's business name).
+ */
+export function mergeAhead(row: LocationRow, fingerprint: string | null): MergedAhead {
+  const m = mergeRow(row, undefined);
+  const orgName = row.org.businessName;
+  return {
+    hash: m.hash,
+    addrHash: m.addrHash,
+    copy: newLocationCopy(m, fingerprint),
+    name: m.content.name,
+    city: m.address.city,
+    countryCode: m.address.country_code,
+    slugGuess: { orgName, base: slugBaseOf(orgName, m.address.city, m.content.name) },
+  };
 }
 
 /** What to do with one merged row, given its stored Location (if any). */
@@ -87,7 +119,7 @@ export function planWrites(
   for (const p of toMerge) {
     const e = stored.get(p.key);
     const { fingerprint } = p.record;
-    const merged = p.record.merged ?? merge(p, e);
+    const merged: MergedRow | MergedAhead = p.record.merged ?? merge(p, e);
     const { change, addressChanged } = changeOf(merged, e, moved);
     if (change === 'unchanged') {
       if (!repeats.has(p)) plan.unchanged++;
@@ -96,11 +128,51 @@ export function planWrites(
       }
       continue;
     }
-    const write = writeOf(p, merged, e, runId);
-    if (e) plan.updates.push({ ...write, e, addressChanged });
-    else plan.inserts.push(write);
+    if (e === undefined) {
+      plan.inserts.push(insertOf(p, 'copy' in merged ? merged : aheadOf(merged, p)));
+      continue;
+    }
+    // Merged ahead, it kept only what a new Location needs: merged again (the same content).
+    const full = 'content' in merged ? merged : merge(p, e);
+    plan.updates.push({ ...writeOf(p, full, e, runId), e, addressChanged });
   }
   return plan;
+}
+
+/** A row merged in the batch, as the read-ahead would have kept it (only its COPY text is new work). */
+function aheadOf(m: MergedRow, p: Loaded): MergedAhead {
+  const orgName = p.org.informal_name ?? p.org.name;
+  return {
+    hash: m.hash,
+    addrHash: m.addrHash,
+    copy: newLocationCopy(m, p.record.fingerprint),
+    name: m.content.name,
+    city: m.address.city,
+    countryCode: m.address.country_code,
+    slugGuess: { orgName, base: slugBaseOf(orgName, m.address.city, m.content.name) },
+  };
+}
+
+function insertOf(p: Loaded, m: MergedAhead): Insert {
+  const cc = m.countryCode.toLowerCase();
+  return {
+    p,
+    name: m.name,
+    city: m.city,
+    slugGuess: m.slugGuess,
+    addr: { id: 0, domain_cc: cc, copy: m.copy.address },
+    loc: {
+      id: 0,
+      org_id: p.org.id,
+      code: p.code,
+      domain_cc: cc,
+      public_slug: '',
+      address_id: 0,
+      position: p.line,
+      bump: true,
+      copy: m.copy.location,
+    },
+  };
 }
 
 function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId: number): Write {
@@ -112,7 +184,6 @@ function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId
       domain_cc: cc,
       content: m.address,
       hash: m.addrHash,
-      ...(m.copy ? { copy: m.copy.address } : {}),
     },
     loc: {
       id: e?.id ?? 0,
@@ -128,7 +199,6 @@ function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId
       fingerprint: p.record.fingerprint,
       // A Location the run already wrote (a repeated key) is not bumped a second time.
       bump: e === undefined || e.last_run_id !== runId,
-      ...(m.copy ? { copy: m.copy.location } : {}),
     },
   };
 }
@@ -139,15 +209,26 @@ export const isOwnSlug = (slug: string, base: string) =>
 
 /** Public Location domain label: the Org's informal name (or name) and the Location's city (or name). */
 export const slugBase = (org: OrgInfo, city: string | null, name: string) =>
-  slugify(`${org.informal_name ?? org.name} ${city ?? name}`, 'location');
+  slugBaseOf(org.informal_name ?? org.name, city, name);
 
-export async function writeInserts(trx: Trx, inserts: readonly Write[], runId: number): Promise<void> {
+/** slugBase for an Org called `orgName` (its informal name, or its name). */
+export const slugBaseOf = (orgName: string, city: string | null, name: string) =>
+  slugify(`${orgName} ${city ?? name}`, 'location');
+
+/** A new Location's label base: the one the read-ahead guessed (MergedAhead.slugGuess) when its Org has that name. */
+function insertSlugBase(x: Insert): string {
+  const orgName = x.p.org.informal_name ?? x.p.org.name;
+  const guess = x.slugGuess;
+  return guess !== undefined && guess.orgName === orgName ? guess.base : slugBaseOf(orgName, x.city, x.name);
+}
+
+export async function writeInserts(trx: Trx, inserts: readonly Insert[], runId: number): Promise<void> {
   if (inserts.length === 0) return;
   const { locations: ids, addresses: addressIds } = await takeIds(trx, inserts.length, inserts.length);
   const slugs = await allocateSlugs(
     trx,
     'location',
-    inserts.map((x) => ({ base: slugBase(x.p.org, x.addr.content.city, x.loc.content.name) })),
+    inserts.map((x) => ({ base: insertSlugBase(x) })),
   );
   inserts.forEach((x, i) => {
     x.addr.id = addressIds[i]!;
