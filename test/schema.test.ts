@@ -107,6 +107,57 @@ describe('schema', () => {
         .execute(),
     ).rejects.toThrow(/orgs_registration_key/);
   });
+
+  it('refuses references to a missing Address or Org, and deletes that would leave one (migration 0016)', async () => {
+    const refused = { code: '23503' };
+    const { id: addressId } = await t.db
+      .insertInto('addresses')
+      .values({ domain_cc: 'gb', content_hash: 'a' })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const missing = 9_000_000_000;
+    // An Org naming a missing Address, alone or among good rows, by insert or by update.
+    await expect(
+      t.db
+        .insertInto('orgs')
+        .values({
+          domain_cc: 'gb',
+          public_slug: 'fk-1',
+          name: 'FK',
+          content_hash: 'x',
+          registered_address_id: missing,
+        })
+        .execute(),
+    ).rejects.toMatchObject({ ...refused, constraint: 'orgs_registered_address_id_fkey' });
+    await expect(
+      sql`insert into orgs (domain_cc, public_slug, name, content_hash, registered_address_id)
+        values ('gb', 'fk-2', 'FK', 'x', ${addressId}), ('gb', 'fk-3', 'FK', 'x', ${missing})`.execute(t.db),
+    ).rejects.toMatchObject(refused);
+    const org = await insertOrg('FK LTD', 'fk-ltd');
+    await t.db.updateTable('orgs').set({ registered_address_id: addressId }).where('id', '=', org).execute();
+    await expect(
+      t.db.updateTable('orgs').set({ registered_address_id: missing }).where('id', '=', org).execute(),
+    ).rejects.toMatchObject(refused);
+    // Updates that leave the reference alone pass, and so do Orgs without an address.
+    await t.db.updateTable('orgs').set({ name: 'FK LTD 2' }).where('id', '=', org).execute();
+    // A label naming a missing Org (insert, COPY-like multi-row insert, update).
+    await expect(
+      sql`insert into org_public_domains (slug, org_id) values ('fk-label', ${missing})`.execute(t.db),
+    ).rejects.toMatchObject({ ...refused, constraint: 'org_public_domains_org_id_fkey' });
+    await sql`insert into org_public_domains (slug, org_id) values ('fk-ltd', ${org})`.execute(t.db);
+    await expect(
+      sql`update org_public_domains set org_id = ${missing} where slug = 'fk-ltd'`.execute(t.db),
+    ).rejects.toMatchObject(refused);
+    // Deleting an Org that still has labels, or an Address an Org points at.
+    await expect(sql`delete from orgs where id = ${org}`.execute(t.db)).rejects.toMatchObject(refused);
+    await expect(sql`delete from addresses where id = ${addressId}`.execute(t.db)).rejects.toMatchObject(
+      refused,
+    );
+    const rows = await sql<{ n: number }>`
+      select (select count(*) from orgs where id = ${org})::int
+        + (select count(*) from addresses where id = ${addressId})::int as n`.execute(t.db);
+    expect(rows.rows[0]?.n).toBe(2);
+  });
 });
 
 describe('public domain labels', () => {

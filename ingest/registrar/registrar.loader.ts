@@ -102,6 +102,8 @@ async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[
         trx,
         runId,
         todo.map(({ r }, k) => ({ number: r.number, label: slugs[k]! })),
+        // A company without a kept label has no row in the run's labels table yet.
+        todo.some(({ r }) => r.kept !== null),
       ),
   );
   todo.forEach(({ i }, k) => {
@@ -197,9 +199,10 @@ async function insertOrgs(
   if (slugs.length !== rows.length)
     throw new Error(`${rows.length} new companies but ${slugs.length} labels`);
   const { rows: inserted } = await sql<{ id: number }>`
-    with v as materialized (
-      select s.*, t.label, nextval(pg_get_serial_sequence('addresses', 'id')) as address_id
-      from unnest(${rows.map((r) => r.at)}::tid[], ${slugs}::text[]) as t(at, label)
+    with q as materialized (select pg_get_serial_sequence('addresses', 'id')::regclass as seq),
+    v as materialized (
+      select s.*, t.label, nextval(q.seq) as address_id
+      from q cross join unnest(${rows.map((r) => r.at)}::tid[], ${slugs}::text[]) as t(at, label)
       cross join lateral (select * from ${sql.table(stageTableOf(ctx.runId))} where ctid = t.at) s
     ), a as (
       insert into addresses (id, domain_cc, line1, line2, line3, city, state, zip, country_code, content_hash)

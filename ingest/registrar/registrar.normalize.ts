@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import { countryCodeOf } from '../../shared/countries.js';
 import type { NormalizedRow, RowIssue } from '../feed-handler.js';
 import { columnOf, type RegistrarRow } from './registrar.parser.js';
@@ -202,10 +202,10 @@ function registeredAddress(
   };
 }
 
+// One-shot crypto.hash: the same MD5 in the same encoding as createHash().update().digest(), at about
+// half the cost (no Hash object per call; two hashes per row read).
 const hash = (parts: readonly (string | null)[]) =>
-  createHash('md5')
-    .update(parts.map((p) => (p === null ? '\u0000' : p)).join('\u001f'))
-    .digest('base64url');
+  digest('md5', parts.map((p) => (p === null ? '\u0000' : p)).join('\u001f'), 'base64url');
 
 /**
  * Normalizes one row for the given register country (`GB`). `today` bounds plausible dates.
