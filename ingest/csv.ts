@@ -203,7 +203,8 @@ async function* rawRecords(stream: Readable, maxChars: number): AsyncGenerator<R
   yield found();
 }
 
-const PARSE_CONFIG = {
+/** How papaparse reads one register record (also the oracle of test/csv.test.ts's splitter check). */
+export const PARSE_CONFIG = {
   delimiter: ',',
   newline: '\n',
   quoteChar: '"',

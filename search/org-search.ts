@@ -1,7 +1,6 @@
-import type { ExtraRequestInit, Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
-import { Agent } from 'undici';
+import type { Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
 import { FORMAT_PROBE } from './index-definition.js';
-import { meiliCall } from './meili-client.js';
+import { LARGE_ANSWER, LARGE_ANSWER_INIT, meiliCall } from './meili-client.js';
 import { foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
 
 /**
@@ -93,18 +92,6 @@ interface Resolved {
 
 type Params = Omit<SearchParams, 'q'>;
 
-/**
- * Answers that can be larger than about 1 KB (more than ~40 ids) are asked for on a connection of
- * their own. Meilisearch writes such an answer in more than one piece, and on a kept-alive
- * connection the kernel's delayed acknowledgement then holds the rest for about 40 ms: a suspect
- * read of 96 ids took 44-52 ms with `processingTimeMs` 1, and 4-12 ms on a fresh connection, which
- * starts in quick-acknowledgement mode (docs/search.md). Pages of up to 40 ids keep the kept-alive
- * connections, so the extra connections (and their TIME_WAIT sockets) are only for the large reads.
- */
-const LARGE_ANSWER = 40;
-const freshConnections = new Agent({ pipelining: 0 });
-const largeAnswer = { dispatcher: freshConnections } as unknown as ExtraRequestInit;
-
 async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<SearchResponse> {
   const index = deps.meili.index(deps.indexUid);
   const { filter, ...rest } = params;
@@ -120,7 +107,7 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
         ...rest,
         ...(filters.length > 0 ? { filter: filters } : {}),
       },
-      (params.limit ?? 20) > LARGE_ANSWER ? largeAnswer : undefined,
+      (params.limit ?? 20) > LARGE_ANSWER ? LARGE_ANSWER_INIT : undefined,
     ),
   );
 }

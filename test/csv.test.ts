@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { type CsvRecord, openCsv } from '../ingest/csv.js';
+import { type CsvRecord, openCsv, PARSE_CONFIG } from '../ingest/csv.js';
 import { FeedFormatError } from '../shared/errors.js';
 
 /** Feeds text in small chunks so records and multi-byte characters straddle chunk edges. */
@@ -193,15 +193,6 @@ describe('CSV reading of non-text input', () => {
 });
 
 describe('CSV field splitting without papaparse (simpleFields)', () => {
-  const PAPA = {
-    delimiter: ',',
-    newline: '\n',
-    quoteChar: '"',
-    escapeChar: '"',
-    header: false,
-    dynamicTyping: false,
-    skipEmptyLines: false,
-  } as const;
   // A small deterministic generator (no dependency on Math.random's seed).
   let seed = 12345;
   const rand = (n: number) => {
@@ -234,7 +225,7 @@ describe('CSV field splitting without papaparse (simpleFields)', () => {
       const mine = simpleFields(raw);
       if (mine === null) continue;
       taken++;
-      const papa = Papa.parse<string[]>(raw, PAPA);
+      const papa = Papa.parse<string[]>(raw, PARSE_CONFIG);
       expect({ raw, fields: mine }).toEqual({ raw, fields: papa.data[0] });
       expect({ raw, rows: papa.data.length, errors: papa.errors }).toEqual({ raw, rows: 1, errors: [] });
     }

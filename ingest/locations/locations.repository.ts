@@ -129,7 +129,8 @@ export async function updateAddresses(
     where a.id = v.id`.execute(trx);
 }
 
-export interface LocationWrite {
+/** A Location's keys and place, written alike for a new and a changed Location. */
+interface LocationKeys {
   id: number;
   org_id: number;
   code: string;
@@ -137,6 +138,9 @@ export interface LocationWrite {
   public_slug: string;
   address_id: number;
   position: number;
+}
+
+export interface LocationWrite extends LocationKeys {
   content: LocationContent;
   encoded: EncodedLocation;
   hash: string;
@@ -147,14 +151,7 @@ export interface LocationWrite {
 }
 
 /** A new Location: its keys, and the COPY text of its content, hash and fingerprint (NewLocationCopy). */
-export interface NewLocation {
-  id: number;
-  org_id: number;
-  code: string;
-  domain_cc: string;
-  public_slug: string;
-  address_id: number;
-  position: number;
+export interface NewLocation extends LocationKeys {
   /** Always true: a new Location is version 1 (kept for the plan's readers). */
   bump: true;
   copy: string;
