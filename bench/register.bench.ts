@@ -395,7 +395,8 @@ async function main() {
     const indexOnly = { db, meili, indexUid: INDEX, domainSuffix: 'bizdir.bench', freshChanges: false };
     const ids = await db.selectFrom('orgs').select(['id', 'name']).orderBy('id').limit(20).execute();
     for (const [i, { id }] of ids.entries()) {
-      const token = `renamed${coined(9_000_000 + i).toLowerCase()}`;
+      // The number keeps every token unique (coined words can repeat) and none inside another.
+      const token = `renamed${String(i).padStart(2, '0')}${coined(9_000_000 + i).toLowerCase()}`;
       const started = Date.now();
       await db
         .updateTable('orgs')
