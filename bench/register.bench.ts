@@ -17,6 +17,7 @@ import { searchOrgs } from '../search/search-orgs.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
+import { capMemory, evictFromPageCache, type MemoryCap, parseBytes } from './memory-cap.js';
 import { prng } from './org-names.js';
 import { MemoryWatch, memory } from './process-memory.js';
 import { describeNames, generateRegister } from './register/generate.js';
@@ -26,7 +27,7 @@ import { coined } from './register/names.js';
  * The whole register through the real pipeline, then the search on it:
  *
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--skip-rebuild]
- *                             [--keep] [--reuse TAG] [--explain N]
+ *                             [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -41,7 +42,11 @@ import { coined } from './register/names.js';
  * change to the query path is measured in a minute, not an import's time. `--explain N` replays
  * the N slowest queries of the mix in this process and prints each Meilisearch call they made
  * (filter, sort, page, Meilisearch's own processingTimeMs against the round trip) and the time
- * spent checking suspects in Postgres.
+ * spent checking suspects in Postgres. `--meili-memory SIZE` runs Meilisearch under a hard memory
+ * limit (a memory cgroup: anonymous memory and the page cache of its index, as compose's
+ * `mem_limit` would; Linux, root) and reports the cgroup's peak and how often it hit the limit;
+ * with `--reuse`, the index files are first dropped from the page cache so Meilisearch is charged
+ * for every page it reads.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -60,6 +65,10 @@ const REUSE = (() => {
 })();
 if (REUSE !== undefined && !/^[0-9a-z_]+$/.test(REUSE)) throw new Error(`--reuse: not a run tag: ${REUSE}`);
 const KEEP = flag('keep') || REUSE !== undefined;
+const MEILI_MEMORY = (() => {
+  const i = args.indexOf('--meili-memory');
+  return i >= 0 ? parseBytes(args[i + 1] ?? '') : undefined;
+})();
 const INDEXING_MEMORY = process.env.BENCH_MEILI_INDEXING_MEMORY ?? '2 GiB';
 const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 const REDIS = process.env.REDIS_URL ?? LOCAL_REDIS_URL;
@@ -220,12 +229,18 @@ async function main() {
   );
 
   mkdirSync(MEILI_DIR, { recursive: true });
+  if (MEILI_MEMORY !== undefined) evictFromPageCache(MEILI_DIR);
   const meiliServer = await startMeiliServer({
     dataDir: MEILI_DIR,
     masterKey: `bench-${tag}-master-key`,
     maxIndexingMemory: INDEXING_MEMORY,
   });
   const meiliPid = meiliServer.process.pid!;
+  let cap: MemoryCap | undefined;
+  if (MEILI_MEMORY !== undefined) {
+    cap = capMemory(meiliPid, MEILI_MEMORY, `bizdir-bench-${tag}`);
+    report('Meilisearch memory limit', `${mb(MEILI_MEMORY)} MiB (cgroup ${cap.path})`);
+  }
   const meili = new Meilisearch({ host: meiliServer.url, apiKey: meiliServer.masterKey, timeout: 600_000 });
   if (REUSE === undefined) await admin(`create database ${dbName}`);
   const { db, close } = createDb(dbUrl, { max: 4 });
@@ -457,6 +472,13 @@ async function main() {
       'Meilisearch peak RSS',
       `${mb(memory(meiliPid).peak)} MiB (VmHWM; sampled peaks: anon ${mb(watch.peakAnon)} MiB, file-backed ${mb(watch.peakFile)} MiB, max indexing memory ${INDEXING_MEMORY})`,
     );
+    if (cap) {
+      figures.meiliCgroupPeakMiB = Math.round(cap.peakBytes() / 2 ** 20);
+      report(
+        'Meilisearch memory cgroup',
+        `peak ${mb(cap.peakBytes())} MiB of the ${mb(cap.limitBytes)} MiB limit (anonymous memory and page cache), limit reached ${cap.limitHits()} times`,
+      );
+    }
 
     if (!flag('skip-pg')) {
       // The same mix on pg_trgm: a GIN trigram index on the same folded expression.
@@ -511,6 +533,7 @@ async function main() {
     await close();
     if (!KEEP) await admin(`drop database if exists ${dbName} with (force)`);
     await meiliServer.stop();
+    cap?.remove();
     const redis = new Redis(REDIS);
     for (let cursor = '0'; ; ) {
       const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
