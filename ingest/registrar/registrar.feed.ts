@@ -21,7 +21,7 @@ import {
   stagedRowsOf,
   stageRows,
 } from './registrar.stage.js';
-import { prepareOffThread } from './registrar.threads.js';
+import { prepareOffThread, startPreparing } from './registrar.threads.js';
 
 /** Company numbers merged per transaction. */
 const MERGE_CHUNK = 5000;
@@ -56,6 +56,7 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
     const setup = { header: [...header], headerRaw, country, today: Date.now() };
     const fingerprintOf = rowFingerprint(country, headerRaw);
     const normalizeRow = registrarNormalizer(setup, fingerprintOf);
+    startPreparing();
     return {
       normalize: (fields, _line, raw) => normalizeRow(fields, raw),
       recognize: (db, records, ctx) =>

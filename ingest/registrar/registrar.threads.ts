@@ -63,6 +63,11 @@ function start(): Worker | null {
   }
 }
 
+/** Starts the thread ahead of the first batch (it loads while the part's first records are cut). */
+export function startPreparing(): void {
+  start();
+}
+
 /** prepareRegistrarBatch, on the worker thread when there is one. */
 export async function prepareOffThread(
   setup: RegistrarBatchSetup,
