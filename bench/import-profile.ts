@@ -15,6 +15,10 @@ import { writeRegistrarFile } from './registrar-generate.js';
  * (created and dropped). Env: PROFILE_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts),
  * PROFILE_STEPS (e.g. `first` to run only the first import), PROFILE_LANES (merge chunks written side
  * by side, default 2), PROFILE_KEEP=1 to keep the database.
+ *
+ * Besides each step's times it prints the merge's pace (seconds per 100,000 merged companies, so what
+ * grows with the register shows as a rising column) and what the step cost the server in WAL and
+ * buffer writes (pg_stat_wal, pg_stat_bgwriter: server-wide, so meaningful on a private server only).
  */
 const N = Number(process.argv[2] ?? 200_000);
 const ADMIN = process.env.PROFILE_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
@@ -33,6 +37,36 @@ const changed = path.join(dir, `registrar-profile-${N}-changed.csv`);
 await writeRegistrarFile(file, N);
 await writeRegistrarFile(changed, N, 10);
 console.log(`${N} rows, ${Math.round(statSync(file).size / 2 ** 20)} MB`);
+/** Server-wide WAL and buffer-write counters (MB where bytes). */
+async function serverCounters(): Promise<Record<string, number>> {
+  const { rows } = await sql<Record<string, string>>`
+    select w.wal_records, w.wal_fpi, w.wal_bytes / 1048576.0 as wal_mb, w.wal_buffers_full,
+      b.checkpoints_timed + b.checkpoints_req as checkpoints, b.buffers_checkpoint, b.buffers_clean,
+      b.buffers_backend, b.buffers_alloc
+    from pg_stat_wal w, pg_stat_bgwriter b`.execute(db);
+  return Object.fromEntries(Object.entries(rows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
+}
+
+/** Seconds between every 100,000 companies merged (the merge's progress reports). */
+function mergePace() {
+  const marks: string[] = [];
+  let last = performance.now();
+  let next = 100_000;
+  return {
+    onProgress: (p: { merged?: number; inserted: number; updated: number; unchanged: number }) => {
+      const merged = p.inserted + p.updated + p.unchanged;
+      if (merged === 0) last = performance.now();
+      while (merged >= next) {
+        const now = performance.now();
+        marks.push(((now - last) / 1000).toFixed(1));
+        last = now;
+        next += 100_000;
+      }
+    },
+    marks: () => marks,
+  };
+}
+
 await admin(`create database ${dbName}`);
 const { db, close } = createDb(url.toString(), { max: LANES + 3 });
 try {
@@ -50,7 +84,9 @@ try {
     });
     const t = performance.now();
     const cpu = process.cpuUsage();
-    const done = await runImport({ db, config, mergeLanes: LANES }, run.id);
+    const before = await serverCounters();
+    const pace = mergePace();
+    const done = await runImport({ db, config, mergeLanes: LANES, onProgress: pace.onProgress }, run.id);
     const ms = performance.now() - t;
     const used = process.cpuUsage(cpu);
     // The parts' read + stage phase ends at the last part's finish; the merge and settle follow.
@@ -61,6 +97,13 @@ try {
     console.log(
       `${step}: ${(ms / 1000).toFixed(1)} s (read + stage ${(read / 1000).toFixed(1)} s, merge + settle ${((ms - read) / 1000).toFixed(1)} s), ${Math.round(N / (ms / 1000))} rows/s, node cpu ${((used.user + used.system) / 1e6).toFixed(1)} s | ` +
         `${done.inserted} inserted, ${done.updated} updated, ${done.unchanged} unchanged | ${done.status}`,
+    );
+    console.log(`  merge pace, s per 100K merged: ${pace.marks().join(' ')}`);
+    const after = await serverCounters();
+    console.log(
+      `  server: ${Object.entries(after)
+        .map(([k, v]) => `${k} ${Math.round(v - (before[k] ?? 0))}`)
+        .join(', ')}`,
     );
   }
 } finally {

@@ -61,6 +61,8 @@ export interface StagedFeed {
   open(db: Db, runId: number): Promise<void>;
   /** Rows a part has in the staging area. */
   stagedRows(db: Db, runId: number, partNo: number): Promise<number>;
+  /** Rows each part has in the staging area, by part number (one pass, for all the parts at once). */
+  stagedRowsByPart(db: Db, runId: number): Promise<Map<number, number>>;
   dropPart(trx: Transaction<Database>, runId: number, partNo: number): Promise<void>;
   /** Once, before the first chunk (e.g. index the staging area); idempotent. */
   prepareMerge(db: Db, runId: number): Promise<void>;
@@ -121,6 +123,17 @@ export interface PreparedFeed<R> {
    * neither split, checked nor normalized.
    */
   recognize?(db: Db, records: readonly CsvRecord[], ctx: BatchContext): Promise<Map<number, R>>;
+  /**
+   * Splits, checks and normalizes a batch of records (those not recognised) in one call, e.g. on
+   * another thread: the same rows and issues as `normalize` row by row would give (run-import.ts
+   * normalizeBatch). Without it, the machinery calls `normalize` for each record.
+   */
+  normalizeBatch?(
+    records: readonly CsvRecord[],
+    ctx: BatchContext,
+  ): Promise<{ rows: BatchRow<R>[]; issues: NewIssue[] }>;
+  /** Batches read and prepared ahead of the one being written (default 1). */
+  readonly readAhead?: number;
   loadBatch(
     trx: Transaction<Database>,
     rows: readonly BatchRow<R>[],

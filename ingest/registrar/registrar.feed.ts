@@ -7,8 +7,9 @@ import {
   planRegistrarChunk,
   type RegistrarChunkPlan,
 } from './registrar.loader.js';
-import { normalizeRegistrarRow, type RegistrarRecord } from './registrar.normalize.js';
-import { mapRegistrarHeader, readRegistrarRow } from './registrar.parser.js';
+import type { RegistrarRecord } from './registrar.normalize.js';
+import { mapRegistrarHeader } from './registrar.parser.js';
+import { registrarNormalizer, type StagedLine } from './registrar.prepare.js';
 import { recognizeUnchanged, rowFingerprint } from './registrar.recognize.js';
 import {
   createStage,
@@ -16,15 +17,17 @@ import {
   dropStage,
   indexStage,
   stageChunkBounds,
+  stagedRowsByPart,
   stagedRowsOf,
   stageRows,
 } from './registrar.stage.js';
+import { prepareOffThread, startPreparing } from './registrar.threads.js';
 
 /** Company numbers merged per transaction. */
 const MERGE_CHUNK = 5000;
 
 /** The registrar feed: the company register bulk file (docs/feeds.md section 1). */
-export const registrarFeed: FeedHandler<RegistrarRecord> = {
+export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
   feed: 'registrar',
 
   parseOptions(raw) {
@@ -47,33 +50,22 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
 
   recognizesRows: true,
 
-  prepare(header, options: ImportOptionsJson, headerRaw): PreparedFeed<RegistrarRecord> {
+  prepare(header, options: ImportOptionsJson, headerRaw): PreparedFeed<RegistrarRecord | StagedLine> {
     const index = mapRegistrarHeader(header);
     const country = options.country ?? 'GB';
-    const today = new Date();
+    const setup = { header: [...header], headerRaw, country, today: Date.now() };
     const fingerprintOf = rowFingerprint(country, headerRaw);
-    // The fingerprints recognition worked out for the batch, so the rows it did not recognise (every
-    // row of a first import) are not hashed a second time when normalized. Correct whatever the
-    // order of calls: a row not found here is hashed again.
-    let batchPrints = new Map<string, string>();
-    const remembered = (raw: string) => {
-      const print = fingerprintOf(raw);
-      batchPrints.set(raw, print);
-      return print;
-    };
+    const normalizeRow = registrarNormalizer(setup, fingerprintOf);
+    startPreparing();
     return {
-      normalize: (fields, _line, raw) => {
-        const result = normalizeRegistrarRow(readRegistrarRow(fields, index), country, today);
-        // A row with warnings is normalized (and its warnings reported) every time.
-        if (result.ok)
-          result.record.fingerprint =
-            result.warnings.length === 0 ? (batchPrints.get(raw) ?? fingerprintOf(raw)) : null;
-        return result;
-      },
-      recognize: (db, records, ctx) => {
-        batchPrints = new Map();
-        return recognizeUnchanged(db, { country, runId: ctx.runId }, index.number, remembered, records);
-      },
+      normalize: (fields, _line, raw) => normalizeRow(fields, raw),
+      recognize: (db, records, ctx) =>
+        recognizeUnchanged(db, { country, runId: ctx.runId }, index.number, fingerprintOf, records),
+      // Split, normalized, hashed and written out on the worker thread while the main thread stages
+      // the batch before (registrar.threads.ts).
+      normalizeBatch: (records, ctx) => prepareOffThread({ ...setup, partNo: ctx.partNo }, records),
+      // Two batches ahead: the thread prepares one while the main thread cuts and recognises the next.
+      readAhead: 2,
       loadBatch: async (trx, rows, ctx) => {
         await stageRows(trx, ctx.runId, ctx.partNo, rows);
         return { inserted: 0, updated: 0, unchanged: 0, duplicates: 0, changedOrgIds: [] };
@@ -85,6 +77,7 @@ export const registrarFeed: FeedHandler<RegistrarRecord> = {
   staged: {
     open: createStage,
     stagedRows: stagedRowsOf,
+    stagedRowsByPart,
     dropPart: deleteStagedPart,
     prepareMerge: indexStage,
     chunkBounds: (db, ctx, after, limit) => stageChunkBounds(db, ctx.runId, after, limit ?? MERGE_CHUNK),

@@ -58,13 +58,15 @@ export async function recognizeUnchanged(
   fingerprintOf: (raw: string) => string,
   records: readonly CsvRecord[],
 ): Promise<Map<number, RegistrarRecord>> {
-  const keyed: { i: number; number: string; fingerprint: string }[] = [];
+  // A row is hashed only once its number is found with a fingerprint (below): a first import's rows,
+  // which find none, are hashed once, where they are normalized (registrar.prepare.ts).
+  const keyed: { i: number; number: string }[] = [];
   for (let i = 0; i < records.length; i++) {
     const rec = records[i]!;
     if (rec.error) continue;
     const cell = rawField(rec.raw, numberColumn);
     const number = cell === null ? null : normalizeCompanyNumber(cell.trim());
-    if (number !== null) keyed.push({ i, number, fingerprint: fingerprintOf(rec.raw) });
+    if (number !== null) keyed.push({ i, number });
   }
   const found = new Map<number, RegistrarRecord>();
   if (keyed.length === 0) return found;
@@ -92,11 +94,13 @@ export async function recognizeUnchanged(
   const stored = new Map(rows.map((r) => [r.number, r]));
   for (const k of keyed) {
     const org = stored.get(k.number);
-    if (org?.source_fingerprint !== k.fingerprint) continue;
+    if (org === undefined) continue;
+    const fingerprint = fingerprintOf(records[k.i]!.raw);
+    if (org.source_fingerprint !== fingerprint) continue;
     found.set(k.i, {
       number: k.number,
       orgHash: org.content_hash,
-      fingerprint: k.fingerprint,
+      fingerprint,
       known: true,
       seen: String(org.seen),
       name: '',

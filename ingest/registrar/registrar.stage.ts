@@ -1,10 +1,10 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
-import { slugify } from '../../shared/domains.js';
-import { copyField, copyInto, copyLine } from '../../shared/pg-copy.js';
+import { copyField, copyInto } from '../../shared/pg-copy.js';
 import type { BatchRow } from '../feed-handler.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
+import { type StagedLine, stageLineOf } from './registrar.prepare.js';
 import { registerWritesSql } from './registrar.recognize.js';
 
 /**
@@ -112,6 +112,14 @@ export async function stagedRowsOf(db: Db, runId: number, partNo: number): Promi
   return Number(rows[0]?.n ?? 0);
 }
 
+/** Rows every part has staged, by part number (one scan of the stage). */
+export async function stagedRowsByPart(db: Db, runId: number): Promise<Map<number, number>> {
+  if (!(await stageExists(db, runId))) return new Map();
+  const { rows } = await sql<{ part_no: number; n: string }>`
+    select part_no, count(*) as n from ${table(runId)} group by part_no`.execute(db);
+  return new Map(rows.map((r) => [Number(r.part_no), Number(r.n)]));
+}
+
 export async function deleteStagedPart(trx: Transaction<Database>, runId: number, partNo: number) {
   await sql`delete from ${table(runId)} where part_no = ${partNo}`.execute(trx);
 }
@@ -120,36 +128,16 @@ export async function stageRows(
   trx: Transaction<Database>,
   runId: number,
   partNo: number,
-  rows: readonly BatchRow<RegistrarRecord>[],
+  rows: readonly BatchRow<RegistrarRecord | StagedLine>[],
 ): Promise<void> {
   const lines = rows.map(({ line, record: r }) =>
-    r.known
-      ? // Written out (most rows of a re-import are these): a normalized company number, a
-        // fingerprint and a count hold nothing COPY would escape (the stored hash is escaped anyway).
-        `${partNo}\t${line}\t${r.number}\t${NO_PAYLOAD}\t${copyField(r.orgHash)}\t\\N\t${orNull(r.fingerprint)}\t${orNull(r.seen)}\n`
-      : copyLine([
-          partNo,
-          line,
-          r.number,
-          r.name,
-          r.informal_name,
-          r.sic_code,
-          r.registration_date,
-          r.company_status,
-          r.company_category,
-          r.address.line1,
-          r.address.line2,
-          r.address.line3,
-          r.address.city,
-          r.address.state,
-          r.address.zip,
-          r.address.country_code,
-          r.addressHash,
-          r.orgHash,
-          slugify(r.name),
-          r.fingerprint ?? null,
-          null,
-        ]),
+    'stageLine' in r
+      ? r.stageLine
+      : r.known
+        ? // Written out (most rows of a re-import are these): a normalized company number, a
+          // fingerprint and a count hold nothing COPY would escape (the stored hash is escaped anyway).
+          `${partNo}\t${line}\t${r.number}\t${NO_PAYLOAD}\t${copyField(r.orgHash)}\t\\N\t${orNull(r.fingerprint)}\t${orNull(r.seen)}\n`
+        : stageLineOf(partNo, line, r),
   );
   await copyInto(trx, stageTableOf(runId), COLUMNS, lines);
 }
