@@ -576,40 +576,81 @@ async function readSource(
       return observeLater(prepareNext());
     };
     let next = readAhead();
-    for (;;) {
-      const item = await next;
-      if (!item) break;
-      next = readAhead();
-      if (item.records.length === 0) continue;
-      const { records, rows, issues, checkpoint } = item;
-      const committed = await db.transaction().execute(async (trx) => {
-        // Safe without waiting for the WAL flush: the checkpoint commits with the batch, so a server
-        // crash can only lose whole batches together with their checkpoint, and the retry redoes them.
-        await sql`set local synchronous_commit = off`.execute(trx);
-        const outcome = await prepared.loadBatch(trx, rows, ctx);
-        const all = outcome.issues ? [...issues, ...outcome.issues] : issues;
-        await insertIssues(trx, run.id, part.part_no, all);
-        const counts = countsOf(records.length, outcome, all);
-        return {
-          outcome,
-          run: await advancePart(
-            trx,
-            part,
-            { ...counts, accepted: rows.length },
-            checkpoint,
-            source.bytesRead(),
-          ),
-        };
-      });
-      current = committed.run;
+    // Batches in flight (PreparedFeed.batchesInFlight): each commits after the one before it, so they
+    // are settled (statistics, indexing hooks, progress) in sheet order too.
+    const depth = Math.max(1, Math.trunc(prepared.batchesInFlight ?? 1));
+    type Committed = { outcome: BatchOutcome; run: ImportRun; checkpoint: number };
+    const inFlight: Promise<Committed>[] = [];
+    let previousCommitted: Promise<void> = Promise.resolve();
+    let previousStarted: Promise<void> = Promise.resolve();
+    const settle = async (batch: Committed) => {
+      current = batch.run;
       await stats?.afterBatch(current.inserted);
-      if (committed.outcome.changedOrgIds.length > 0)
-        await deps.onBatchCommitted?.(committed.outcome.changedOrgIds);
+      if (batch.outcome.changedOrgIds.length > 0) await deps.onBatchCommitted?.(batch.outcome.changedOrgIds);
       await deps.onProgress?.(progressOf(current));
       if (deps.signal?.aborted)
         throw new ImportInterruptedError(
-          `import run ${run.id} part ${part.part_no} handed back at row ${checkpoint}`,
+          `import run ${run.id} part ${part.part_no} handed back at row ${batch.checkpoint}`,
         );
+    };
+    try {
+      for (;;) {
+        const item = await next;
+        if (!item) break;
+        next = readAhead();
+        if (item.records.length === 0) continue;
+        const { records, rows, issues, checkpoint } = item;
+        const before = previousCommitted;
+        // loadBatch is called in sheet order even when a later batch's connection is ready first.
+        const startedBefore = previousStarted;
+        let started = () => {};
+        previousStarted = new Promise<void>((resolve) => {
+          started = resolve;
+        });
+        const batch = db.transaction().execute(async (trx): Promise<Committed> => {
+          await startedBefore;
+          const loading = (async () => {
+            // Safe without waiting for the WAL flush: the checkpoint commits with the batch, so a server
+            // crash can only lose whole batches together with their checkpoint, and the retry redoes them.
+            await sql`set local synchronous_commit = off`.execute(trx);
+            // Batches in flight wait for each other in JavaScript too, where Postgres cannot see a
+            // cycle: a lock wait that outlasts any batch fails the batch (the retry resumes) instead.
+            if (depth > 1) await sql`set local lock_timeout = '60s'`.execute(trx);
+            const pending = prepared.loadBatch(trx, rows, { ...ctx, previousCommitted: before });
+            started();
+            return pending;
+          })();
+          const outcome = await loading.finally(started);
+          const all = outcome.issues ? [...issues, ...outcome.issues] : issues;
+          await insertIssues(trx, run.id, part.part_no, all);
+          const counts = countsOf(records.length, outcome, all);
+          // Commit in sheet order: the checkpoint moves past this batch only once every batch before
+          // it has committed (one that failed fails this one: it rolls back, and the retry redoes both).
+          await before;
+          return {
+            outcome,
+            checkpoint,
+            run: await advancePart(
+              trx,
+              part,
+              { ...counts, accepted: rows.length },
+              checkpoint,
+              source.bytesRead(),
+            ),
+          };
+        });
+        // Awaited below, in order; this only keeps a rejection from counting as unhandled meanwhile.
+        batch.catch(() => {}).finally(started);
+        previousCommitted = batch.then(() => undefined);
+        previousCommitted.catch(() => {});
+        inFlight.push(batch);
+        if (inFlight.length >= depth) await settle(await inFlight.shift()!);
+      }
+      while (inFlight.length > 0) await settle(await inFlight.shift()!);
+    } finally {
+      // On a failure or a hand-back, no transaction of this part outlives it: the batches in flight
+      // commit (or roll back after the one that failed) before the part's connection is let go.
+      await Promise.allSettled(inFlight);
     }
     if (handler.staged) await succeedPart(db, part, source.bytesRead());
     return { current, prepared };

@@ -44,7 +44,9 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
     });
     return {
       normalize: (fields, _line, raw) => loader.prepareRow(fields, raw),
-      loadBatch: (trx, rows, ctx) => loader.loadBatch(trx, rows, ctx.runId),
+      loadBatch: (trx, rows, ctx) => loader.loadBatch(trx, rows, ctx),
+      // Two batches' transactions at once, so Postgres works on both cores (LocationsLoader.loadBatch).
+      batchesInFlight: 2,
       finish: (trx, ctx) => loader.finish(trx, ctx.runId),
     };
   },
