@@ -76,7 +76,13 @@ export interface RunImportDeps {
   mergeLanes?: number;
   /** Keys per merge chunk and transaction (default: the feed's own; MERGE_CHUNK in registrar.feed.ts). */
   mergeChunk?: number;
+  /**
+   * At most this many batches' transactions at once (default: the feed's own, PreparedFeed.batchesInFlight);
+   * 1 loads one batch after the other. The pool needs this many connections besides the feed lock's.
+   */
+  batchesInFlight?: number;
   /** Records per batch and transaction (default IMPORT_BATCH_SIZE in this file). */
+
   batchSize?: number;
   /** Where a zip behind a URL is downloaded to (default: the OS temp folder). */
   tmpDir?: string;
@@ -578,7 +584,10 @@ async function readSource(
     let next = readAhead();
     // Batches in flight (PreparedFeed.batchesInFlight): each commits after the one before it, so they
     // are settled (statistics, indexing hooks, progress) in sheet order too.
-    const depth = Math.max(1, Math.trunc(prepared.batchesInFlight ?? 1));
+    const depth = Math.max(
+      1,
+      Math.trunc(Math.min(prepared.batchesInFlight ?? 1, deps.batchesInFlight ?? Number.POSITIVE_INFINITY)),
+    );
     type Committed = { outcome: BatchOutcome; run: ImportRun; checkpoint: number };
     const inFlight: Promise<Committed>[] = [];
     let previousCommitted: Promise<void> = Promise.resolve();

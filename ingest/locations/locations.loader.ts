@@ -316,6 +316,8 @@ export class LocationsLoader {
     const plan = planWrites(split.toMerge, byKey, moved, split.repeats, runId, (p, e) =>
       mergeRow(p.record.row, e),
     );
+    // Ids and labels in sheet order: after the batch before took its own.
+    await prev?.labelled.promise;
     const renamed = await assignKeys(trx, plan.inserts, plan.updates, steps.labels);
     steps.labelled.resolve();
     // A foreign key does not see an Org the batch before created until it commits (nor wait for it).
