@@ -49,6 +49,8 @@ export interface OrgSearchDeps {
    * 2 also sorts `updated` on `u` and `d`.
    */
   format?: 2 | 3 | 4;
+  /** Orgs left out of every answer (changed, not yet applied to the index: fresh-changes.ts). */
+  exclude?: readonly number[];
 }
 
 /** `relevance` is tiers, each by stable domain. */
@@ -98,7 +100,8 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
   const given = filter === undefined ? [] : Array.isArray(filter) ? filter : [filter];
   // A term query always names a field of this format, so an index of the old format (just before
   // a rebuild's swap is noticed) refuses it instead of answering wrongly; search-orgs.ts retries.
-  const filters = q !== '' && given.length === 0 ? [FORMAT_PROBE] : given;
+  const probed = q !== '' && given.length === 0 ? [FORMAT_PROBE] : given;
+  const filters = deps.exclude?.length ? [...probed, idNotIn(deps.exclude)] : probed;
   return meiliCall(() =>
     index.search(
       q,

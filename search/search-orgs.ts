@@ -3,10 +3,18 @@ import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { parseDomain } from '../shared/domains.js';
 import { orgsWithDomains } from '../shared/org-domains.js';
+import { answers, freshRows, mergePage, orderKey, pendingOrgIds } from './fresh-changes.js';
 import { ORG_INDEX_FORMAT } from './index-definition.js';
 import { searchV1OrgIds } from './legacy-v1/org-search.js';
 import { type IndexFormat, indexFormat, meiliCall } from './meili-client.js';
-import { type NameRow, type OrgSearchPage, type OrgSearchQuery, searchOrgIds } from './org-search.js';
+import { foldName } from './name-text.js';
+import {
+  type NameRow,
+  type OrgSearchDeps,
+  type OrgSearchPage,
+  type OrgSearchQuery,
+  searchOrgIds,
+} from './org-search.js';
 
 /**
  * The search use case: exact-domain matches come from Postgres (stable ids, current and old public
@@ -18,6 +26,11 @@ export interface SearchOrgsDeps {
   meili: Meilisearch;
   indexUid: string;
   domainSuffix: string;
+  /**
+   * Search the changes the index has not applied yet beside it (fresh-changes.ts): default on.
+   * Off, the answer is the index's alone (tests of the sync itself).
+   */
+  freshChanges?: boolean;
 }
 
 /** Ids of the Orgs (zero or one) whose stable or public domain, old labels included, equals q. */
@@ -61,15 +74,22 @@ export async function searchOrgs(
   deps: SearchOrgsDeps,
   query: Omit<OrgSearchQuery, 'domainOrgIds'>,
 ): Promise<OrgSearchPage> {
-  const domainOrgIds = query.q === '' ? [] : await orgIdsForDomain(deps.db, query.q, deps.domainSuffix);
+  const [domainOrgIds, pending] = await Promise.all([
+    query.q === '' ? [] : orgIdsForDomain(deps.db, query.q, deps.domainSuffix),
+    deps.freshChanges === false ? [] : pendingOrgIds(deps.db),
+  ]);
   const full = { ...query, domainOrgIds };
   const run = async (fresh: boolean) => {
     const format = await liveFormat(deps.meili, deps.indexUid, fresh);
     if (format === 1) return searchV1OrgIds(deps.meili, deps.indexUid, full);
-    return searchOrgIds(
-      { meili: deps.meili, indexUid: deps.indexUid, namesOf: (ids) => namesOf(deps.db, ids), format },
-      full,
-    );
+    const base = {
+      meili: deps.meili,
+      indexUid: deps.indexUid,
+      namesOf: (ids: readonly number[]) => namesOf(deps.db, ids),
+      format,
+    };
+    if (!pending || pending.length === 0) return searchOrgIds(base, full);
+    return withFreshChanges(deps.db, { ...base, exclude: pending }, full);
   };
   try {
     return await run(false);
@@ -77,4 +97,43 @@ export async function searchOrgs(
     if (error instanceof MeilisearchApiError && error.response.status < 500) return run(true);
     throw error;
   }
+}
+
+/**
+ * The index's answer without the pending Orgs, merged with those of them that answer the query
+ * now (fresh-changes.ts): exact totals and pages, a change searchable as soon as it is committed.
+ */
+async function withFreshChanges(db: Db, deps: OrgSearchDeps, query: OrgSearchQuery): Promise<OrgSearchPage> {
+  const exclude = deps.exclude ?? [];
+  const folded = foldName(query.q);
+  const domainIds = new Set(query.domainOrgIds);
+  const rows = await freshRows(db, exclude);
+  const fresh = [...rows.values()]
+    .filter((row) => answers(row, folded, domainIds))
+    .map((row) => ({ id: row.id, key: orderKey(row, query.sort, folded, domainIds) }))
+    .sort((a, b) =>
+      a.key[0] < b.key[0]
+        ? -1
+        : a.key[0] > b.key[0]
+          ? 1
+          : a.key[1] < b.key[1]
+            ? -1
+            : a.key[1] > b.key[1]
+              ? 1
+              : 0,
+    );
+  if (fresh.length === 0) return searchOrgIds(deps, query);
+  const from = Math.max(0, query.offset - fresh.length);
+  const indexPage = await searchOrgIds(deps, {
+    ...query,
+    offset: from,
+    limit: query.limit + (query.offset - from),
+  });
+  const indexRows = await freshRows(db, indexPage.ids);
+  // An Org deleted since the index answered has no row: it sorts as nothing and is dropped by the API.
+  const keys = indexPage.ids.map((id) => {
+    const row = indexRows.get(id);
+    return row ? orderKey(row, query.sort, folded, domainIds) : (['', ''] as [string, string]);
+  });
+  return mergePage(query, from, indexPage, keys, fresh);
 }

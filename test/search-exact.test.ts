@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FRESH_MAX, pendingOrgIds } from '../search/fresh-changes.js';
 import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
 import { ORG_SORTS, type OrgSort } from '../search/org-search.js';
@@ -215,20 +216,37 @@ function terms(rand: () => number): string[] {
     'ab'.repeat(20),
   ]);
   for (let i = 0; i < 60; i++) {
-    const name = foldName(rows[Math.floor(rand() * rows.length)]!.name);
+    // By code points: a query string cannot carry half of a surrogate pair (UTF-8 has none).
+    const name = [...foldName(rows[Math.floor(rand() * rows.length)]!.name)];
     const len = 1 + Math.floor(rand() * Math.min(14, name.length));
     const at = Math.floor(rand() * (name.length - len + 1));
-    out.add(name.slice(at, at + len));
+    out.add(name.slice(at, at + len).join(''));
   }
   return [...out];
 }
 
-async function page(q: string, sort: OrgSort, limit: number, offset: number) {
+async function page(q: string, sort: OrgSort, limit: number, offset: number, freshChanges = true) {
   return searchOrgs(
     // A generous timeout: this test is about exact answers, on a machine busy with the rest of the suite.
-    { db: db.db, meili: createMeiliClient(testMeiliConnection(), 30_000), indexUid, domainSuffix: SUFFIX },
+    {
+      db: db.db,
+      meili: createMeiliClient(testMeiliConnection(), 30_000),
+      indexUid,
+      domainSuffix: SUFFIX,
+      freshChanges,
+    },
     { q, sort, limit, offset },
   );
+}
+
+/** The rows as Postgres holds them now. */
+async function readRows(): Promise<Row[]> {
+  const all = await db.db
+    .selectFrom('orgs')
+    .select(['id', 'uid', 'name', sql<Date>`updated`.as('updated')])
+    .orderBy('id')
+    .execute();
+  return all.map((r) => ({ id: r.id, uid: r.uid, name: r.name, updated: new Date(r.updated).getTime() }));
 }
 
 async function checkAll(label: string, seed: number) {
@@ -273,5 +291,57 @@ describe('exact answers against brute force', () => {
   it('the index after a rebuild (reindex builds sorts and filters after the bulk load)', async () => {
     await reindex({ db: db.db, meili, indexUid });
     await checkAll('rebuilt', 8);
+  }, 300_000);
+
+  it('changes not yet in the index are searched beside it, exactly, and leave it once applied', async () => {
+    // Renames (to hard names, to other Orgs' names, to a new word), new Orgs, a new `updated`:
+    // committed, not synced. Every answer must already be the one of the new names.
+    const rand = rng(99);
+    const renamed = rows.filter(() => rand() < 0.04);
+    for (const [i, r] of renamed.entries()) {
+      const name =
+        i % 3 === 0
+          ? HARD[i % HARD.length]!
+          : i % 3 === 1
+            ? rows[Math.floor(rand() * rows.length)]!.name
+            : `FRESHWORD ${i} LIMITED`;
+      await db.db
+        .updateTable('orgs')
+        .set({ name, updated: sql`now() - ${`${i} seconds`}::interval` })
+        .where('id', '=', r.id)
+        .execute();
+    }
+    await db.db
+      .insertInto('orgs')
+      .values(
+        ['ABCXBCD FRESH', 'LIMITED', 'BANANA FRESH LTD', 'AAAA'].map((name, i) => ({
+          domain_cc: 'gb',
+          public_slug: `fresh-${i}`,
+          name,
+          content_hash: `f${i}`,
+        })),
+      )
+      .execute();
+    const pending = await pendingOrgIds(db.db);
+    expect(pending?.length).toBe(renamed.length + 4);
+    rows = await readRows();
+
+    // The index alone still answers with the old names.
+    expect(bruteForce('freshword', 'name').length).toBeGreaterThan(0);
+    expect((await page('freshword', 'name', 20, 0, false)).total).toBe(0);
+    expect((await page('freshword', 'name', 20, 0)).total).toBe(bruteForce('freshword', 'name').length);
+    await checkAll('fresh', 9);
+
+    // More pending Orgs than the overlay takes: the index is searched as it stands.
+    expect(await pendingOrgIds(db.db, renamed.length)).toBeNull();
+    expect(FRESH_MAX).toBeGreaterThan(renamed.length + 4);
+
+    // Applied: the outbox is empty and the index alone gives the same answers.
+    await syncOutbox({ db: db.db, meili, indexUid });
+    expect(await pendingOrgIds(db.db)).toEqual([]);
+    expect((await page('freshword', 'name', 20, 0, false)).total).toBe(
+      bruteForce('freshword', 'name').length,
+    );
+    await checkAll('applied', 10);
   }, 300_000);
 });

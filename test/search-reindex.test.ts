@@ -36,7 +36,13 @@ afterAll(async () => {
 
 const find = (q: string) =>
   searchOrgs(
-    { db: t.db, meili: createMeiliClient(testMeiliConnection()), indexUid, domainSuffix: SUFFIX },
+    {
+      db: t.db,
+      meili: createMeiliClient(testMeiliConnection()),
+      indexUid,
+      domainSuffix: SUFFIX,
+      freshChanges: false,
+    },
     { q, sort: 'name', limit: 10, offset: 0 },
   );
 

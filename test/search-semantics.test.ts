@@ -57,7 +57,13 @@ const byName = (a: TestOrg, b: TestOrg) => {
 
 async function search(q: string, sort: OrgSort = 'name', limit = 100, offset = 0) {
   const page = await searchOrgs(
-    { db: db.db, meili: createMeiliClient(testMeiliConnection()), indexUid, domainSuffix: SUFFIX },
+    {
+      db: db.db,
+      meili: createMeiliClient(testMeiliConnection()),
+      indexUid,
+      domainSuffix: SUFFIX,
+      freshChanges: false,
+    },
     { q, sort, limit, offset },
   );
   const names = page.ids.map((id) => orgs.find((o) => o.id === id)!.name);

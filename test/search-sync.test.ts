@@ -82,7 +82,13 @@ describe('sync through the index queue', () => {
 
   const find = (q: string) =>
     searchOrgs(
-      { db: t.db, meili: createMeiliClient(testMeiliConnection()), indexUid, domainSuffix: SUFFIX },
+      {
+        db: t.db,
+        meili: createMeiliClient(testMeiliConnection()),
+        indexUid,
+        domainSuffix: SUFFIX,
+        freshChanges: false,
+      },
       { q, sort: 'name', limit: 20, offset: 0 },
     ).catch(() => ({ ids: [], total: -1 }));
 

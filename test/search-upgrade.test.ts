@@ -32,7 +32,13 @@ let orgs: TestOrg[];
 
 async function search(q: string, sort: OrgSort = 'name', uid = indexUid) {
   const page = await searchOrgs(
-    { db: db.db, meili: createMeiliClient(testMeiliConnection()), indexUid: uid, domainSuffix: SUFFIX },
+    {
+      db: db.db,
+      meili: createMeiliClient(testMeiliConnection()),
+      indexUid: uid,
+      domainSuffix: SUFFIX,
+      freshChanges: false,
+    },
     { q, sort, limit: 20, offset: 0 },
   );
   return { total: page.total, ids: page.ids };

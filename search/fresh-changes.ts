@@ -1,0 +1,141 @@
+import { sql } from 'kysely';
+import type { Db } from '../shared/db.js';
+import { foldName, nameSortKey, termMatches } from './name-text.js';
+import { updatedKeys } from './org-document.js';
+import type { OrgSearchPage, OrgSearchQuery, OrgSort } from './org-search.js';
+
+/**
+ * Changes the index has not applied yet, searched beside it.
+ *
+ * A committed change reaches Meilisearch through the outbox (org-sync.ts); on a large index one
+ * document update takes Meilisearch seconds (its prefix databases are recomputed per batch), so a
+ * rename would stay unsearchable that long. The search therefore reads the outbox first: while it
+ * holds at most FRESH_MAX Orgs, those Orgs are left out of the index's answer (their entries may be
+ * stale) and matched against their current rows in Postgres instead, then merged into the page in
+ * the same order the index sorts by. Totals and pages stay exact, and a change is searchable as
+ * soon as it is committed. While the outbox holds more (a bulk import being indexed), the index is
+ * searched as it stands and catches up within its usual lag.
+ */
+export const FRESH_MAX = 1_000;
+
+/** The ids of the Orgs changed but not yet confirmed in the index, or null when there are too many. */
+export async function pendingOrgIds(db: Db, max = FRESH_MAX): Promise<number[] | null> {
+  // `id_count` (migration 0019_outbox_id_count) is stored beside each row, so the size check reads
+  // no id array; `max + 1` rows of at least one id each already exceed max.
+  const { rows } = await sql<{ ids: string[] | null; over: boolean }>`
+    with head as (select id_count from search_outbox order by seq limit ${max + 1})
+    select (select coalesce(sum(id_count), 0) from head) > ${max} as over,
+           case when (select coalesce(sum(id_count), 0) from head) > ${max} then null
+                else (select array_agg(distinct x) from search_outbox o, unnest(o.org_ids) x) end as ids`.execute(
+    db,
+  );
+  const row = rows[0];
+  if (!row || row.over) return null;
+  return (row.ids ?? []).map(Number);
+}
+
+export interface FreshRow {
+  id: number;
+  uid: string;
+  name: string;
+  updated: Date;
+}
+
+export async function freshRows(db: Db, ids: readonly number[]): Promise<Map<number, FreshRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('orgs')
+    .select(['id', 'uid', 'name', sql<Date>`updated`.as('updated')])
+    .where('id', '=', sql<number>`any(${ids}::bigint[])`)
+    .execute();
+  return new Map(rows.map((r) => [Number(r.id), { ...r, id: Number(r.id) }]));
+}
+
+/** Where an Org falls in a query's order: compared as [major, minor] strings, ascending. */
+type Key = [string, string];
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const cmpKey = (a: Key, b: Key) => cmp(a[0], b[0]) || cmp(a[1], b[1]);
+
+/** Reverses the order of strings over [0-9a-z] and the name key's alphabet (used for `-name`). */
+const descending = (s: string) =>
+  `${[...s].map((c) => String.fromCharCode(0xffff - c.charCodeAt(0))).join('')}\uffff`;
+
+/**
+ * The order the index answers in (org-search.ts SORT_RULES; buckets are prefixes of these keys and
+ * change nothing): name and stable domain; `updated` as `t`; relevance as tier then stable domain.
+ */
+export function orderKey(row: FreshRow, sort: OrgSort, folded: string, domainIds: ReadonlySet<number>): Key {
+  const n = nameSortKey(foldName(row.name));
+  switch (sort) {
+    case 'name':
+      return [n, row.uid];
+    case '-name':
+      return [descending(n), row.uid];
+    case 'updated':
+      return [updatedKeys(row.updated, row.uid)[0], ''];
+    case '-updated':
+      return [descending(updatedKeys(row.updated, row.uid)[1]), ''];
+    case 'relevance': {
+      if (folded === '') return ['', row.uid];
+      const k = nameSortKey(folded);
+      const tier = domainIds.has(row.id) || n === k ? '1' : n >= k && n < `${k}{` ? '2' : '3';
+      return [tier, row.uid];
+    }
+  }
+}
+
+/** Does the Org answer the query (its name contains the term, or its domain equals it)? */
+export function answers(row: FreshRow, folded: string, domainIds: ReadonlySet<number>): boolean {
+  return folded === '' || domainIds.has(row.id) || termMatches(foldName(row.name), folded);
+}
+
+/**
+ * One page of the merge of the index's answer A (fresh Orgs left out) and the fresh matches B
+ * (sorted, k of them). `indexPage` is A from position `from = max(0, offset - k)`, `limit +
+ * (offset - from)` long, with A's total; every B element before A[from] then ranks before
+ * `offset`, and every one after the window's last (when A goes on) at or after `offset + limit`,
+ * so the ranks of everything that can fall in the page are known exactly.
+ */
+export function mergePage(
+  query: Pick<OrgSearchQuery, 'offset' | 'limit'>,
+  from: number,
+  index: OrgSearchPage,
+  indexKeys: readonly Key[],
+  fresh: readonly { id: number; key: Key }[],
+): OrgSearchPage {
+  const { offset, limit } = query;
+  const total = index.total + fresh.length;
+  const a = index.ids.map((id, i) => ({ id, key: indexKeys[i]! }));
+  const aEnded = from + a.length >= index.total;
+  const ranked: { id: number; rank: number }[] = [];
+  // A[from + i] ranks after the fresh Orgs before it.
+  let j = 0;
+  for (const [i, item] of a.entries()) {
+    while (j < fresh.length && cmpKey(fresh[j]!.key, item.key) < 0) j++;
+    ranked.push({ id: item.id, rank: from + i + j });
+  }
+  for (const [j2, b] of fresh.entries()) {
+    // How many of A come before b: known when b is inside the window (or A has ended).
+    let before: number;
+    if (a.length === 0) {
+      // An empty window of a non-empty A means offset >= the whole total (or limit 0): no page.
+      if (index.total > 0) continue;
+      before = 0;
+    } else if (cmpKey(b.key, a[0]!.key) < 0) {
+      if (from > 0) continue; // ranks before offset
+      before = 0;
+    } else {
+      const within = a.findIndex((x) => cmpKey(b.key, x.key) < 0);
+      if (within >= 0) before = from + within;
+      else if (aEnded) before = index.total;
+      else continue; // ranks at or after offset + limit
+    }
+    ranked.push({ id: b.id, rank: before + j2 });
+  }
+  const ids = ranked
+    .filter((r) => r.rank >= offset && r.rank < offset + limit)
+    .sort((x, y) => x.rank - y.rank)
+    .map((r) => r.id);
+  return { ids, total };
+}
