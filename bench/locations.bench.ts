@@ -6,6 +6,7 @@
  *
  *   npm run bench:locations                       # 100,000 rows, 5,000 Orgs
  *   BENCH_ROWS=20000 BENCH_ORGS=1000 npm run bench:locations
+ *   BENCH_IN_FLIGHT=1 npm run bench:locations     # batches one after the other (default: two in flight)
  *
  * Postgres: BENCH_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts); the benchmark
  * creates its own database `bizdir_bench_loc_*` and drops it at the end.
@@ -24,6 +25,8 @@ import { HEADER, row } from './location-sheet.js';
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const ORGS = Number(process.env.BENCH_ORGS ?? 5_000);
 const BATCH = process.env.BENCH_BATCH ? Number(process.env.BENCH_BATCH) : undefined;
+/** BENCH_IN_FLIGHT=1: one batch after the other (RunImportDeps.batchesInFlight; default: the feed's two). */
+const IN_FLIGHT = process.env.BENCH_IN_FLIGHT ? Number(process.env.BENCH_IN_FLIGHT) : undefined;
 const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 
 async function writeSheet(file: string): Promise<void> {
@@ -99,7 +102,12 @@ async function main(): Promise<void> {
     await writeSheet(file);
     const size = (await fs.stat(file)).size;
     console.log(`sheet: ${ROWS} rows, ${ORGS} Orgs, ${(size / 2 ** 20).toFixed(1)} MiB (${file})`);
-    const deps = { db: handle.db, config: loadConfig(), ...(BATCH ? { batchSize: BATCH } : {}) };
+    const deps = {
+      db: handle.db,
+      config: loadConfig(),
+      ...(BATCH ? { batchSize: BATCH } : {}),
+      ...(IN_FLIGHT ? { batchesInFlight: IN_FLIGHT } : {}),
+    };
     const phases: [string, number][] = [];
     for (const label of ['first import', 'unchanged re-import']) {
       const run = await createImportRun(handle.db, {

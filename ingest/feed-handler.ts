@@ -35,7 +35,7 @@ import type { LookupColumns } from './table-stats.js';
  * What a feed takes from the configuration, which the process reads once at start-up (shared/config.ts)
  * and passes down: DOMAIN_SUFFIX, against which `Org domain` cells and `--org` are read.
  */
-export type FeedConfig = Pick<Config, 'domainSuffix'>;
+export type FeedConfig = Pick<Config, 'domainSuffix'> & Partial<Pick<Config, 'importPipeline'>>;
 
 export interface FeedHandler<R = unknown> {
   readonly feed: ImportFeed;
@@ -137,8 +137,16 @@ export interface PreparedFeed<R> {
   loadBatch(
     trx: Transaction<Database>,
     rows: readonly BatchRow<R>[],
-    ctx: BatchContext,
+    ctx: LoadContext,
   ): Promise<BatchOutcome>;
+  /**
+   * Batches whose transactions may be open at once (default 1), each on its own connection so that
+   * Postgres works on two of them on two cores; they commit in sheet order, each with its checkpoint,
+   * so the checkpoint still means "every row up to here is written". loadBatch is called in sheet
+   * order (a batch's call is made after the previous batch's call has begun). loadBatch must make a batch
+   * wait (ctx.previousCommitted) before it reads or locks anything the batch before it may write.
+   */
+  batchesInFlight?: number;
   /** Direct-load feeds only (staged feeds finish in StagedFeed.finish). */
   finish?(trx: Transaction<Database>, ctx: FinishContext): Promise<FinishOutcome>;
 }
@@ -163,6 +171,19 @@ export interface BatchContext {
   /** The part (source) of the run the batch comes from, 1-based. */
   partNo: number;
   options: ImportOptionsJson;
+}
+
+/**
+ * A batch of a feed that loads two batches at once (PreparedFeed.batchesInFlight): its transaction
+ * may start before the batch before it has committed (on another connection), and commits after it.
+ */
+export interface LoadContext extends BatchContext {
+  /**
+   * Settles when the batch before this one has committed (rejects when it failed: this one then
+   * fails too and rolls back). Settled for the first batch, and for every batch of a feed loading
+   * one at a time. A statement run after it settles sees that batch's writes (read committed).
+   */
+  previousCommitted: Promise<void>;
 }
 
 export interface FinishContext extends BatchContext {

@@ -76,7 +76,13 @@ export interface RunImportDeps {
   mergeLanes?: number;
   /** Keys per merge chunk and transaction (default: the feed's own; MERGE_CHUNK in registrar.feed.ts). */
   mergeChunk?: number;
+  /**
+   * This many batches' transactions at once (default: the feed's own, PreparedFeed.batchesInFlight);
+   * 1 loads one batch after the other. The pool needs this many connections besides the feed lock's.
+   */
+  batchesInFlight?: number;
   /** Records per batch and transaction (default IMPORT_BATCH_SIZE in this file). */
+
   batchSize?: number;
   /** Where a zip behind a URL is downloaded to (default: the OS temp folder). */
   tmpDir?: string;
@@ -585,40 +591,81 @@ async function readSource(
     // Batches prepared ahead of the one being written: one, or the feed's own depth (a feed that
     // prepares on another thread keeps it busy while the main thread cuts the batch after).
     const ahead = Array.from({ length: Math.max(1, prepared.readAhead ?? 1) }, readAhead);
-    for (;;) {
-      const item = await ahead.shift()!;
-      if (!item) break;
-      ahead.push(readAhead());
-      if (item.records.length === 0) continue;
-      const { records, rows, issues, checkpoint } = item;
-      const committed = await db.transaction().execute(async (trx) => {
-        // Safe without waiting for the WAL flush: the checkpoint commits with the batch, so a server
-        // crash can only lose whole batches together with their checkpoint, and the retry redoes them.
-        await sql`set local synchronous_commit = off`.execute(trx);
-        const outcome = await prepared.loadBatch(trx, rows, ctx);
-        const all = outcome.issues ? [...issues, ...outcome.issues] : issues;
-        await insertIssues(trx, run.id, part.part_no, all);
-        const counts = countsOf(records.length, outcome, all);
-        return {
-          outcome,
-          run: await advancePart(
-            trx,
-            part,
-            { ...counts, accepted: rows.length },
-            checkpoint,
-            source.bytesRead(),
-          ),
-        };
-      });
-      current = committed.run;
+    // Batches in flight (PreparedFeed.batchesInFlight): each commits after the one before it, so they
+    // are settled (statistics, indexing hooks, progress) in sheet order too.
+    const depth = Math.max(1, Math.trunc(deps.batchesInFlight ?? prepared.batchesInFlight ?? 1));
+    type Committed = { outcome: BatchOutcome; run: ImportRun; checkpoint: number };
+    const inFlight: Promise<Committed>[] = [];
+    let previousCommitted: Promise<void> = Promise.resolve();
+    let previousStarted: Promise<void> = Promise.resolve();
+    const settle = async (batch: Committed) => {
+      current = batch.run;
       await stats?.afterBatch(current.inserted);
-      if (committed.outcome.changedOrgIds.length > 0)
-        await deps.onBatchCommitted?.(committed.outcome.changedOrgIds);
+      if (batch.outcome.changedOrgIds.length > 0) await deps.onBatchCommitted?.(batch.outcome.changedOrgIds);
       await deps.onProgress?.(progressOf(current));
       if (deps.signal?.aborted)
         throw new ImportInterruptedError(
-          `import run ${run.id} part ${part.part_no} handed back at row ${checkpoint}`,
+          `import run ${run.id} part ${part.part_no} handed back at row ${batch.checkpoint}`,
         );
+    };
+    try {
+      for (;;) {
+        const item = await ahead.shift()!;
+        if (!item) break;
+        ahead.push(readAhead());
+        if (item.records.length === 0) continue;
+        const { records, rows, issues, checkpoint } = item;
+        const before = previousCommitted;
+        // loadBatch is called in sheet order even when a later batch's connection is ready first.
+        const startedBefore = previousStarted;
+        let started = () => {};
+        previousStarted = new Promise<void>((resolve) => {
+          started = resolve;
+        });
+        const batch = db.transaction().execute(async (trx): Promise<Committed> => {
+          await startedBefore;
+          const loading = (async () => {
+            // Safe without waiting for the WAL flush: the checkpoint commits with the batch, so a server
+            // crash can only lose whole batches together with their checkpoint, and the retry redoes them.
+            await sql`set local synchronous_commit = off`.execute(trx);
+            // Batches in flight wait for each other in JavaScript too, where Postgres cannot see a
+            // cycle: a lock wait that outlasts any batch fails the batch (the retry resumes) instead.
+            if (depth > 1) await sql`set local lock_timeout = '60s'`.execute(trx);
+            const pending = prepared.loadBatch(trx, rows, { ...ctx, previousCommitted: before });
+            started();
+            return pending;
+          })();
+          const outcome = await loading.finally(started);
+          const all = outcome.issues ? [...issues, ...outcome.issues] : issues;
+          await insertIssues(trx, run.id, part.part_no, all);
+          const counts = countsOf(records.length, outcome, all);
+          // Commit in sheet order: the checkpoint moves past this batch only once every batch before
+          // it has committed (one that failed fails this one: it rolls back, and the retry redoes both).
+          await before;
+          return {
+            outcome,
+            checkpoint,
+            run: await advancePart(
+              trx,
+              part,
+              { ...counts, accepted: rows.length },
+              checkpoint,
+              source.bytesRead(),
+            ),
+          };
+        });
+        // Awaited below, in order; this only keeps a rejection from counting as unhandled meanwhile.
+        batch.catch(() => {}).finally(started);
+        previousCommitted = batch.then(() => undefined);
+        previousCommitted.catch(() => {});
+        inFlight.push(batch);
+        if (inFlight.length >= depth) await settle(await inFlight.shift()!);
+      }
+      while (inFlight.length > 0) await settle(await inFlight.shift()!);
+    } finally {
+      // On a failure or a hand-back, no transaction of this part outlives it: the batches in flight
+      // commit (or roll back after the one that failed) before the part's connection is let go.
+      await Promise.allSettled(inFlight);
     }
     if (handler.staged) await succeedPart(db, part, source.bytesRead());
     return { current, prepared };

@@ -36,6 +36,11 @@ const Env = Type.Object({
   DATA_DIR: Type.String({ minLength: 1 }),
   /** The API's in-memory cache of rendered Orgs and Locations (api/records/record-cache.ts). */
   RECORD_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  /**
+   * Imports use a second core: register batches are prepared on a worker thread, location batches
+   * load two transactions at once (docs/imports.md). Off until measured faster on a quiet machine.
+   */
+  IMPORT_PIPELINE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
   MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),
 });
@@ -50,6 +55,7 @@ const DEFAULTS = {
   MEILI_INDEX: 'orgs',
   DATA_DIR: '.data',
   RECORD_CACHE: 'on',
+  IMPORT_PIPELINE: 'off',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
 } as const;
 
@@ -68,6 +74,7 @@ const MESSAGES: Record<string, string> = {
   MEILI_INDEX: 'must be 1-200 characters of letters, digits, _ -',
   DATA_DIR: 'must not be empty',
   RECORD_CACHE: 'must be on or off',
+  IMPORT_PIPELINE: 'must be on or off',
   MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
 };
 
@@ -88,6 +95,8 @@ export interface Config {
   readonly meiliIndex: string;
   readonly dataDir: string;
   readonly recordCache: boolean;
+  /** IMPORT_PIPELINE=on. */
+  readonly importPipeline: boolean;
   readonly meiliMaxIndexingMemory: string;
 }
 
@@ -131,6 +140,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     meiliIndex: v.MEILI_INDEX,
     dataDir: v.DATA_DIR,
     recordCache: v.RECORD_CACHE === 'on',
+    importPipeline: v.IMPORT_PIPELINE === 'on',
     meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
   });
 }

@@ -581,6 +581,7 @@ describe('re-import in keyed mode (only the key cells are read while rows prove 
           runId: run.rows[0]!.id,
           partNo: 1,
           options: {},
+          previousCommitted: Promise.resolve(),
         },
       );
       expect(outcome).toMatchObject({ unchanged: 1, inserted: 0, updated: 0 });

@@ -69,7 +69,9 @@ const runIdOf = (stdout: string) => Number(/import run (\d+)/.exec(stdout)![1]);
 beforeAll(async () => {
   t = await createTestDb();
   queue = testQueuePrefix();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  // The parts run with IMPORT_PIPELINE=on (batches prepared on a worker thread, read two ahead), so
+  // a killed worker and a resumed part are checked on that path too; other tests use the default.
+  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix, IMPORT_PIPELINE: 'on' };
 });
 
 afterAll(async () => {

@@ -44,7 +44,10 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
     });
     return {
       normalize: (fields, _line, raw) => loader.prepareRow(fields, raw),
-      loadBatch: (trx, rows, ctx) => loader.loadBatch(trx, rows, ctx.runId),
+      loadBatch: (trx, rows, ctx) => loader.loadBatch(trx, rows, ctx),
+      // Two batches' transactions at once, so Postgres works on both cores (LocationsLoader.loadBatch),
+      // with IMPORT_PIPELINE=on.
+      batchesInFlight: config.importPipeline ? 2 : 1,
       finish: (trx, ctx) => loader.finish(trx, ctx.runId),
     };
   },

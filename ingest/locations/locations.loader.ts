@@ -1,12 +1,13 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { FeedFormatError } from '../../shared/errors.js';
-import type { BatchOutcome, BatchRow, FinishOutcome, NormalizedRow } from '../feed-handler.js';
+import type { BatchOutcome, BatchRow, FinishOutcome, LoadContext, NormalizedRow } from '../feed-handler.js';
 import { recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';
 import { finishRun, recordFirstRows, settleDefaults } from './locations.close.js';
 import type { LocationColumns, LocationField } from './locations.headers.js';
 import { locationKeyReader, rowFingerprinter } from './locations.key.js';
+import { RunLabels } from './locations.labels.js';
 import {
   BatchIssues,
   candidatesFrom,
@@ -29,7 +30,9 @@ import { locationRowNormalizer } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import { columnsToRead } from './locations.records.js';
 import { moveLocations, storeFingerprints } from './locations.repository.js';
+import { BatchSteps } from './locations.steps.js';
 import {
+  assignKeys,
   mergeAhead as mergeAheadOf,
   mergeRow,
   planWrites,
@@ -55,6 +58,11 @@ export interface LocationsRunOptions {
   header: readonly string[];
 }
 
+const written = (plan: { inserts: { p: Pending }[]; updates: { p: Pending }[] }) => [
+  ...plan.inserts,
+  ...plan.updates,
+];
+
 export class LocationsLoader {
   private fallback: OrgInfo | undefined;
   private readonly read: ReturnType<typeof columnsToRead>;
@@ -69,6 +77,11 @@ export class LocationsLoader {
    * Postgres; once most rows turn out unchanged (a re-import), it is not done at all for them.
    */
   private eager = true;
+  /** The run's Location labels (see RunLabels), and the steps of the last batch begun (see loadBatch). */
+  private readonly labels = new RunLabels();
+  private lastSteps: BatchSteps | undefined;
+  /** `--full`: Orgs whose first row an earlier batch of this run recorded (recordFirstRows keeps the first). */
+  private readonly firstRowOrgs = new Set<number>();
 
   constructor(
     private readonly columns: LocationColumns,
@@ -193,7 +206,7 @@ export class LocationsLoader {
   }
 
   /**
-   * One batch, inside the transaction that also moves the run's checkpoint:
+   * One batch, inside the transaction that also moves the checkpoint:
    * 1. which Org each row names (candidatesOf);
    * 2. the stored state of each (Org, store code), after moving by-name Locations to the Org a row
    *    now names (adopt);
@@ -202,20 +215,64 @@ export class LocationsLoader {
    * 4. the keys are recorded for the run (repeats across batches, `--full`; see recordKeys), and rows
    *    settled by their fingerprint are counted unchanged;
    * 5. the other rows are merged (unless merged ahead), compared by hash, and written.
+   *
+   * Two batches are in flight at once (locations.feed.ts), each in its own transaction: this one may
+   * begin before the one before it has committed, and so cannot see its writes. It waits for that
+   * batch (BatchSteps) before each step that could meet them; see BatchSteps for which and why no
+   * wait can close a cycle.
    */
   async loadBatch(
     trx: Transaction<Database>,
     rows: readonly BatchRow<LocationRecord>[],
-    runId: number,
+    ctx: Pick<LoadContext, 'runId' | 'previousCommitted'>,
   ): Promise<BatchOutcome> {
+    const prev = this.lastSteps;
+    const labels = this.labels.batch(prev?.labelled.promise ?? Promise.resolve());
+    const steps = new BatchSteps(labels);
+    this.lastSteps = steps;
+    // Once the batch before has committed, its labels and counters are the database's to tell.
+    if (prev)
+      ctx.previousCommitted.then(
+        () => this.labels.forget(prev.labels),
+        () => {},
+      );
+    try {
+      return await this.loadSteps(trx, rows, ctx, prev, steps);
+    } finally {
+      // A batch that failed lets the next go on to fail at its commit (it waits for this one).
+      steps.settle();
+    }
+  }
+
+  private async loadSteps(
+    trx: Transaction<Database>,
+    rows: readonly BatchRow<LocationRecord>[],
+    ctx: Pick<LoadContext, 'runId' | 'previousCommitted'>,
+    prev: BatchSteps | undefined,
+    steps: BatchSteps,
+  ): Promise<BatchOutcome> {
+    const { runId } = ctx;
     const issues = new BatchIssues();
+    // The batch before creates its missing Orgs under the Org lock first: this one finds them cached.
+    await prev?.resolved.promise;
     const { candidates, refusedKeys } = await this.candidatesOf(trx, rows, issues);
+    steps.createdOrgs = new Set((await this.orgs(trx)).takeCreated());
+    steps.resolved.resolve();
+    const codes = new Set(candidates.map((p) => p.code));
+    for (const key of refusedKeys) codes.add(key.slice(key.indexOf(':') + 1));
+    // A store code the batch before also names (under any Org: adoption looks across Orgs), or a
+    // batch before that moved Locations between Orgs: wait for its commit, then read what it wrote.
+    if (prev) {
+      const before = await prev.matched.promise;
+      if (before.moved || [...codes].some((c) => before.codes.has(c))) await ctx.previousCommitted;
+    }
 
     const found = await findStatesAndRunKeys(trx, keysOf(candidates), runId);
     let states = found.states;
     // Keys of Locations the run created in an earlier batch, as they were before this batch moved any.
     const created = new Set(states.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : [])));
-    const { moved, left } = await this.adopt(trx, candidates, states, runId);
+    const { moved, left } = await this.adopt(trx, candidates, states, runId, ctx.previousCommitted);
+    steps.matched.resolve({ codes, moved: moved.size > 0 });
     const movedFrom = [...new Set(moved.values())];
     if (moved.size > 0) states = await findLocationStates(trx, keysOf(candidates));
     const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
@@ -224,12 +281,18 @@ export class LocationsLoader {
     const normalized = this.normalizeUnsettled(candidates, settled, issues, refusedKeys);
     const { unique, duplicates: inBatch } = lastRowWins(normalized);
     if (this.options.full) {
+      // An Org an earlier batch met keeps that batch's first row: not sent again (nor waited for). The
+      // batch before records its first rows first, so this one leaves out the Orgs it met.
+      await prev?.firstsRecorded.promise;
+      const firsts = unique.filter((p) => !this.firstRowOrgs.has(p.org.id));
       await recordFirstRows(
         trx,
         runId,
-        unique.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
+        firsts.map((p) => ({ orgId: p.org.id, code: p.code, line: p.line })),
       );
+      for (const p of firsts) this.firstRowOrgs.add(p.org.id);
     }
+    steps.firstsRecorded.resolve();
     const seenBefore = await this.recordKeys(trx, runId, {
       unique,
       refusedKeys,
@@ -253,14 +316,28 @@ export class LocationsLoader {
     const plan = planWrites(split.toMerge, byKey, moved, split.repeats, runId, (p, e) =>
       mergeRow(p.record.row, e),
     );
+    // Ids and labels in sheet order: after the batch before took its own.
+    await prev?.labelled.promise;
+    const renamed = await assignKeys(trx, plan.inserts, plan.updates, steps.labels);
+    steps.labelled.resolve();
+    // A foreign key does not see an Org the batch before created until it commits (nor wait for it).
+    if (prev && written(plan).some((x) => prev.createdOrgs.has(x.p.org.id))) await ctx.previousCommitted;
     await writeInserts(trx, plan.inserts, runId);
-    await writeUpdates(trx, plan.updates, runId);
+    await writeUpdates(trx, plan.updates, renamed, runId);
     await storeFingerprints(trx, plan.refreshed);
 
     // The Orgs that gave up a Location get their default settled again.
     await settleDefaults(trx, movedFrom, runId);
-    const written = [...plan.inserts, ...plan.updates];
-    const changedOrgIds = [...new Set(written.map((x) => x.p.org.id).concat(movedFrom))];
+    // The counters' rows may be locked by the batch before (its own counters): written once it committed.
+    await ctx.previousCommitted;
+    await steps.labels.saveCounters(trx);
+    const changedOrgIds = [
+      ...new Set(
+        written(plan)
+          .map((x) => x.p.org.id)
+          .concat(movedFrom),
+      ),
+    ];
     const counted = (xs: { p: Pending }[]) => xs.filter((x) => !seenBefore.has(x.p.key)).length;
     return {
       inserted: counted(plan.inserts),
@@ -339,6 +416,7 @@ export class LocationsLoader {
     candidates: readonly Pending[],
     states: Awaited<ReturnType<typeof findLocationStates>>,
     runId: number,
+    previousCommitted: Promise<void>,
   ): Promise<{ moved: Map<number, number>; left: LocationState[] }> {
     const resolver = await this.orgs(trx);
     const { moves, moved, left } = await findAdoptions(
@@ -348,6 +426,9 @@ export class LocationsLoader {
       states,
       this.fallback !== undefined,
     );
+    // A move locks Locations of two Orgs and settles their defaults, rows the batch before may be
+    // writing: not before it committed (what was found is still right: it names none of these codes).
+    if (moves.length > 0) await previousCommitted;
     await moveLocations(trx, moves, runId);
     return { moved, left };
   }

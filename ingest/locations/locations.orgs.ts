@@ -103,6 +103,8 @@ async function createByName(trx: Transaction<Database>, wanted: NameKey[]): Prom
 export class OrgResolver {
   /** key -> Org, or the reason it names none. Name keys are never cached as missing (a later row creates). */
   private readonly cache = new Map<string, OrgInfo | string>();
+  /** Ids of the Orgs created since takeCreated was last called. */
+  private created: number[] = [];
 
   constructor(
     private readonly options: { domainSuffix: string; registrationCountry: string; fallback?: OrgInfo },
@@ -228,7 +230,18 @@ export class OrgResolver {
       if (!k || !('key' in k) || !create[i] || this.cache.has(k.key) || wanted.has(k.key)) return;
       wanted.set(k.key, names.get(k.key)!);
     });
-    if (wanted.size > 0) put('o:', await createByName(trx, [...wanted.values()]));
+    if (wanted.size > 0) {
+      const made = await createByName(trx, [...wanted.values()]);
+      for (const org of made) this.created.push(org.id);
+      put('o:', made);
+    }
+  }
+
+  /** The Orgs this resolver created since the last call (in the caller's transaction, maybe not committed yet). */
+  takeCreated(): number[] {
+    const out = this.created;
+    this.created = [];
+    return out;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { slugify } from '../../shared/domains.js';
-import { allocateSlugs, recordNewSlugs, recordSlugs } from '../public-domains.js';
+import { recordNewSlugs, recordSlugs, type SlugRequest } from '../public-domains.js';
 import type { ExistingLocation, Loaded, MergedAhead, MergedRow, Pending } from './locations.match.js';
 import type { LocationRow } from './locations.normalize.js';
 import type { OrgInfo } from './locations.orgs.js';
@@ -222,12 +222,43 @@ function insertSlugBase(x: Insert): string {
   return guess !== undefined && guess.orgName === orgName ? guess.base : slugBaseOf(orgName, x.city, x.name);
 }
 
-export async function writeInserts(trx: Trx, inserts: readonly Insert[], runId: number): Promise<void> {
-  if (inserts.length === 0) return;
-  const { locations: ids, addresses: addressIds } = await takeIds(trx, inserts.length, inserts.length);
-  const slugs = await allocateSlugs(
+/** Allocates a batch's public labels (LabelBatch, in sheet order across the run's batches). */
+export interface LabelAllocator {
+  allocate(trx: Trx, requests: readonly SlugRequest[]): Promise<string[]>;
+}
+
+/** A changed Location whose name parts changed: it gets a new public label (see assignUpdateKeys). */
+export interface Rename {
+  u: Update;
+  base: string;
+}
+
+/**
+ * The ids and labels of a batch's new Locations and Addresses, and of its renamed Locations and
+ * Locations without an Address (which get their first one). Done before any row is written, and by
+ * the batches of a run in sheet order (ids and labels follow the sheet as when batches ran one at a
+ * time: the first Location of an Org has its lowest id); `allocate` keeps the labels' order.
+ */
+export async function assignKeys(
+  trx: Trx,
+  inserts: readonly Insert[],
+  updates: readonly Update[],
+  labels: LabelAllocator,
+): Promise<Rename[]> {
+  // A Location whose name parts changed (new city, renamed Org) gets a new public label; the old
+  // one stays in location_public_domains and keeps resolving to it.
+  const renamed = updates
+    .map((u) => ({ u, base: slugBase(u.p.org, u.addr.content.city, u.loc.content.name) }))
+    .filter(({ u, base }) => !isOwnSlug(u.e.public_slug, base));
+  // Every Location has an Address; one without (written by hand, say) gets its first one now.
+  const homeless = updates.filter((u) => u.e.address_id === null);
+  const { locations: ids, addresses: addressIds } = await takeIds(
     trx,
-    'location',
+    inserts.length,
+    inserts.length + homeless.length,
+  );
+  const slugs = await labels.allocate(
+    trx,
     inserts.map((x) => ({ base: insertSlugBase(x) })),
   );
   inserts.forEach((x, i) => {
@@ -236,6 +267,23 @@ export async function writeInserts(trx: Trx, inserts: readonly Insert[], runId: 
     x.loc.address_id = addressIds[i]!;
     x.loc.public_slug = slugs[i]!;
   });
+  homeless.forEach((u, i) => {
+    u.addr.id = addressIds[inserts.length + i]!;
+    u.loc.address_id = addressIds[inserts.length + i]!;
+  });
+  const newSlugs = await labels.allocate(
+    trx,
+    renamed.map(({ u, base }) => ({ base, ownerId: u.e.id })),
+  );
+  renamed.forEach(({ u }, i) => {
+    u.loc.public_slug = newSlugs[i]!;
+  });
+  return renamed;
+}
+
+/** New Locations with their Addresses and labels (ids and labels assigned: assignKeys). */
+export async function writeInserts(trx: Trx, inserts: readonly Insert[], runId: number): Promise<void> {
+  if (inserts.length === 0) return;
   await insertAddresses(
     trx,
     inserts.map((x) => x.addr),
@@ -252,31 +300,17 @@ export async function writeInserts(trx: Trx, inserts: readonly Insert[], runId: 
   );
 }
 
-export async function writeUpdates(trx: Trx, updates: readonly Update[], runId: number): Promise<void> {
+/** Changed Locations (and their Addresses), and the labels of the renamed ones (assignKeys). */
+export async function writeUpdates(
+  trx: Trx,
+  updates: readonly Update[],
+  renamed: readonly Rename[],
+  runId: number,
+): Promise<void> {
   if (updates.length === 0) return;
-  // A Location whose name parts changed (new city, renamed Org) gets a new public label; the old
-  // one stays in location_public_domains and keeps resolving to it.
-  const renamed = updates
-    .map((u) => ({ u, base: slugBase(u.p.org, u.addr.content.city, u.loc.content.name) }))
-    .filter(({ u, base }) => !isOwnSlug(u.e.public_slug, base));
-  const slugs = await allocateSlugs(
-    trx,
-    'location',
-    renamed.map(({ u, base }) => ({ base, ownerId: u.e.id })),
-  );
-  renamed.forEach(({ u }, i) => {
-    u.loc.public_slug = slugs[i]!;
-  });
-  // Every Location has an Address; one without (written by hand, say) gets its first one now.
-  const homeless = updates.filter((u) => u.e.address_id === null);
-  const { addresses: homeIds } = await takeIds(trx, 0, homeless.length);
-  homeless.forEach((u, i) => {
-    u.addr.id = homeIds[i]!;
-    u.loc.address_id = homeIds[i]!;
-  });
   await insertAddresses(
     trx,
-    homeless.map((u) => u.addr),
+    updates.filter((u) => u.e.address_id === null).map((u) => u.addr),
   );
   await updateAddresses(
     trx,

@@ -1,6 +1,12 @@
 import { ISO_CODES } from '../../shared/countries.js';
 import type { ImportOptionsJson } from '../../shared/database.js';
-import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed-handler.js';
+import type { CsvRecord } from '../csv.js';
+import {
+  type BatchContext,
+  type FeedHandler,
+  ImportOptionsError,
+  type PreparedFeed,
+} from '../feed-handler.js';
 import {
   closeMissingOrgs,
   mergeRegistrarChunk,
@@ -50,22 +56,27 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
 
   recognizesRows: true,
 
-  prepare(header, options: ImportOptionsJson, headerRaw): PreparedFeed<RegistrarRecord | StagedLine> {
+  prepare(header, options: ImportOptionsJson, headerRaw, config): PreparedFeed<RegistrarRecord | StagedLine> {
     const index = mapRegistrarHeader(header);
     const country = options.country ?? 'GB';
     const setup = { header: [...header], headerRaw, country, today: Date.now() };
     const fingerprintOf = rowFingerprint(country, headerRaw);
     const normalizeRow = registrarNormalizer(setup, fingerprintOf);
-    startPreparing();
+    // IMPORT_PIPELINE=on: batches are split, normalized, hashed and written out on the worker thread
+    // while the main thread stages the batch before (registrar.threads.ts), two batches ahead.
+    const onThread = config.importPipeline === true;
+    if (onThread) startPreparing();
     return {
       normalize: (fields, _line, raw) => normalizeRow(fields, raw),
       recognize: (db, records, ctx) =>
         recognizeUnchanged(db, { country, runId: ctx.runId }, index.number, fingerprintOf, records),
-      // Split, normalized, hashed and written out on the worker thread while the main thread stages
-      // the batch before (registrar.threads.ts).
-      normalizeBatch: (records, ctx) => prepareOffThread({ ...setup, partNo: ctx.partNo }, records),
-      // Two batches ahead: the thread prepares one while the main thread cuts and recognises the next.
-      readAhead: 2,
+      ...(onThread
+        ? {
+            normalizeBatch: (records: readonly CsvRecord[], ctx: BatchContext) =>
+              prepareOffThread({ ...setup, partNo: ctx.partNo }, records),
+            readAhead: 2,
+          }
+        : {}),
       loadBatch: async (trx, rows, ctx) => {
         await stageRows(trx, ctx.runId, ctx.partNo, rows);
         return { inserted: 0, updated: 0, unchanged: 0, duplicates: 0, changedOrgIds: [] };

@@ -11,6 +11,8 @@ export const FEED_CONFIG: FeedConfig = { domainSuffix: 'bizdir.test' };
 
 export interface ImportFeedOptions extends RawImportOptions {
   batchSize?: number;
+  /** At most this many batches in flight (RunImportDeps.batchesInFlight). */
+  batchesInFlight?: number;
   /** DOMAIN_SUFFIX of the run (default FEED_CONFIG's). */
   domainSuffix?: string;
   onBatchCommitted?: RunImportDeps['onBatchCommitted'];
@@ -30,7 +32,7 @@ export async function importFeed(
 ): Promise<ImportRun> {
   const handler = feedHandler(feed);
   if (!handler) throw new Error(`feed ${feed} is not registered in ingest/feeds.ts`);
-  const { batchSize, onBatchCommitted, domainSuffix, ...raw } = options;
+  const { batchSize, batchesInFlight, onBatchCommitted, domainSuffix, ...raw } = options;
   const location = /^https?:\/\//i.test(source) ? source : path.resolve(source);
   const run = await createImportRun(db, {
     feed,
@@ -42,6 +44,7 @@ export async function importFeed(
       db,
       config: domainSuffix ? { domainSuffix } : FEED_CONFIG,
       ...(batchSize ? { batchSize } : {}),
+      ...(batchesInFlight ? { batchesInFlight } : {}),
       ...(onBatchCommitted ? { onBatchCommitted } : {}),
     },
     run.id,
