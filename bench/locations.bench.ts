@@ -25,7 +25,7 @@ import { HEADER, row } from './location-sheet.js';
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const ORGS = Number(process.env.BENCH_ORGS ?? 5_000);
 const BATCH = process.env.BENCH_BATCH ? Number(process.env.BENCH_BATCH) : undefined;
-/** BENCH_IN_FLIGHT=1: one batch after the other (RunImportDeps.batchesInFlight; default: the feed's two). */
+/** BENCH_IN_FLIGHT=N: N batches in flight (RunImportDeps.batchesInFlight; default: the feed's own, 2 with IMPORT_PIPELINE=on, else 1). */
 const IN_FLIGHT = process.env.BENCH_IN_FLIGHT ? Number(process.env.BENCH_IN_FLIGHT) : undefined;
 const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 
