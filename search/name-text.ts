@@ -201,3 +201,33 @@ export function nameSortKey(folded: string): string {
   }
   return out;
 }
+
+/** The folded name back from its sort key (nameSortKey is a prefix code: every key decodes once). */
+export function decodeNameKey(key: string): string {
+  let out = '';
+  for (let i = 0; i < key.length; ) {
+    const c = key[i]!;
+    if (c >= 'a' && c <= 'y') {
+      out += c;
+      i += 1;
+    } else if (c === '0') {
+      out += String.fromCodePoint(Number.parseInt(key.slice(i + 1, i + 3), 36));
+      i += 3;
+    } else if (c === '1') {
+      out += key[i + 1]!;
+      i += 2;
+    } else if (c === '2') {
+      out += String.fromCodePoint(0x3a + Number.parseInt(key.slice(i + 1, i + 3), 36));
+      i += 3;
+    } else if (key.startsWith('z0', i)) {
+      out += 'z';
+      i += 2;
+    } else if (key.startsWith('zz', i)) {
+      out += String.fromCodePoint(Number.parseInt(key.slice(i + 2, i + 6), 36));
+      i += 6;
+    } else {
+      throw new Error(`not a name key: ${JSON.stringify(key)}`);
+    }
+  }
+  return out;
+}

@@ -1,7 +1,7 @@
 import type { Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
 import { FORMAT_PROBE } from './index-definition.js';
 import { LARGE_ANSWER, LARGE_ANSWER_INIT, meiliCall } from './meili-client.js';
-import { foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
+import { decodeNameKey, foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
 
 /**
  * Org search against the index: which Org ids match a term, in which order, and how many.
@@ -115,19 +115,28 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
   );
 }
 
-/** Every id answering a query (candidate sets that are known to be small). */
-async function readAllIds(deps: OrgSearchDeps, q: string, filters: string[]): Promise<number[]> {
-  const out: number[] = [];
+/** Every hit answering a query (candidate sets that are known to be small), with the given fields. */
+async function readAll(
+  deps: OrgSearchDeps,
+  q: string,
+  filters: string[],
+  fields: string[],
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
   for (let offset = 0; ; offset += READ_PAGE) {
     const res = await search(deps, q, {
       ...(filters.length > 0 ? { filter: filters } : {}),
-      attributesToRetrieve: ['id'],
+      attributesToRetrieve: fields,
       limit: READ_PAGE,
       offset,
     });
-    for (const hit of res.hits) out.push(Number(hit.id));
+    out.push(...res.hits);
     if (res.hits.length < READ_PAGE) return out;
   }
+}
+
+async function readAllIds(deps: OrgSearchDeps, q: string, filters: string[]): Promise<number[]> {
+  return (await readAll(deps, q, filters, ['id'])).map((hit) => Number(hit.id));
 }
 
 /**
@@ -150,10 +159,14 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
   const linkList = `[${plan.links.map(quote).join(',')}]`;
   const unchecked = { q, filters: [`NOT l IN ${linkList}`] };
   const resolved = (async () => {
-    const suspects = await readAllIds(deps, q, [`l IN ${linkList}`]);
+    // Each suspect is checked against the folded name its own document holds, decoded from its
+    // sort key `n`: no round trip to Postgres (thousands of random reads at the register's size),
+    // and the answer is the index's own, like every other part of it.
+    const suspects = await readAll(deps, q, [`l IN ${linkList}`], ['id', 'n']);
     if (suspects.length === 0) return unchecked;
-    const checked = await deps.namesOf(suspects);
-    const truly = [...checked].filter(([, row]) => termMatches(foldName(row.name), folded)).map(([id]) => id);
+    const truly = suspects
+      .filter((hit) => termMatches(decodeNameKey(String(hit.n)), folded))
+      .map((hit) => Number(hit.id));
     return truly.length > 0 ? { q, filters: [`(NOT l IN ${linkList}) OR ${idIn(truly)}`] } : unchecked;
   })();
   return { unchecked, resolved };

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   codeOf,
+  decodeNameKey,
   foldName,
   nameSortKey,
   nameTerms,
@@ -160,5 +161,29 @@ describe('name text', () => {
     const { links } = nameTerms(name);
     expect(links.length).toBeLessThanOrEqual(48);
     if (links.includes(SUSPECT_MARK)) expect(links).toEqual([SUSPECT_MARK]);
+  });
+});
+
+describe('decodeNameKey', () => {
+  it('gives back every folded name from its sort key (the suspects are checked on it)', () => {
+    let s = 7;
+    const rand = () => {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      return s / 2 ** 32;
+    };
+    // Every class of the code: a-y, z, digits, below '0', between '9' and 'a', above 'z', astral.
+    const alphabet = [..."abcxyz0189 &'()-.,/:;@_`{|}~é£\u00ff\u0100\u4e2d\u{1F600}\u{10FFFF}"];
+    let checked = 0;
+    for (let i = 0; i < 5000; i++) {
+      const len = Math.floor(rand() * 20);
+      const name = Array.from({ length: len }, () => alphabet[Math.floor(rand() * alphabet.length)]!).join(
+        '',
+      );
+      const folded = foldName(name);
+      expect(decodeNameKey(nameSortKey(folded))).toBe(folded);
+      checked++;
+    }
+    expect(checked).toBe(5000);
+    expect(() => decodeNameKey('z1')).toThrow(/not a name key/);
   });
 });
