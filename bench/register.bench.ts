@@ -320,9 +320,6 @@ async function main() {
     const folded = names.map(foldName);
     const truth = new Map<string, number>();
     const mix = queryMix(names, QUERIES);
-    // Warm-up. A freshly synced large index is mostly cold (at 5.7M its first query took longer than
-    // the API's 2 s Meilisearch timeout and got a 503), so the warm-up retries, and reports what the
-    // cold queries met, instead of stopping the bench.
     // Brute force first, so its scans of a million names (and their garbage) fall outside the timings,
     // and before the warm-up: it blocks this process (the API's too) for minutes at 5.7M, and a
     // kept-alive connection reused right after met the server closing it (ECONNRESET).
@@ -334,6 +331,9 @@ async function main() {
           folded.reduce((n, name) => n + (name.includes(f) ? 1 : 0), 0),
         );
     }
+    // Warm-up. A freshly synced large index is mostly cold (at 5.7M its first query took longer than
+    // the API's 2 s Meilisearch timeout and got a 503), so the warm-up retries, and reports what the
+    // cold queries met, instead of stopping the bench.
     const warm = { queries: 0, unavailable: 0, slowestMs: 0 };
     for (const m of mix.slice(0, 20)) {
       for (let attempt = 0; ; attempt++) {
