@@ -43,6 +43,7 @@ import {
   succeedPart,
   succeedRun,
 } from './import-run.js';
+import { normalizeRecord } from './normalize-record.js';
 import { openSource, SourceError } from './source.js';
 import { StatsKeeper } from './table-stats.js';
 
@@ -684,22 +685,13 @@ async function normalizeBatch<R>(prepared: PreparedFeed<R>, records: readonly Cs
   for (let i = 0; i < records.length; i++) {
     if (i > 0 && i % NORMALIZE_SLICE === 0) await yieldToEventLoop();
     const rec = records[i]!;
-    const reject = (column: string | null, reason: string) =>
-      issues.push({ severity: 'rejected', line: rec.line, column, reason, raw: rec.raw });
-    if (rec.error) {
-      reject(null, rec.error);
-      continue;
-    }
-    if (rec.fields.length !== columns) {
-      reject(null, `wrong column count: expected ${columns} fields, found ${rec.fields.length}`);
-      continue;
-    }
-    const result = prepared.normalize(rec.fields, rec.line, rec.raw);
-    for (const w of result.warnings) {
-      issues.push({ severity: 'warning', line: rec.line, column: w.column, reason: w.reason, raw: rec.raw });
-    }
-    if (result.ok) rows.push({ line: rec.line, raw: rec.raw, record: result.record });
-    else reject(result.reject.column, result.reject.reason);
+    const record = normalizeRecord(
+      rec,
+      columns,
+      (fields, raw) => prepared.normalize(fields, rec.line, raw),
+      issues,
+    );
+    if (record !== undefined) rows.push({ line: rec.line, raw: rec.raw, record });
   }
   return { rows, issues };
 }

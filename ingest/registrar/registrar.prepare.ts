@@ -3,6 +3,7 @@ import { copyLine } from '../../shared/pg-copy.js';
 import { type CsvRecord, splitFields } from '../csv.js';
 import type { BatchRow, NormalizedRow } from '../feed-handler.js';
 import type { NewIssue } from '../import-issues.repository.js';
+import { normalizeRecord } from '../normalize-record.js';
 import { normalizeRegistrarRow, type RegistrarRecord } from './registrar.normalize.js';
 import { mapRegistrarHeader, readRegistrarRow } from './registrar.parser.js';
 import { rowFingerprint } from './registrar.recognize.js';
@@ -91,28 +92,14 @@ export function prepareRegistrarBatch(
   const issues: NewIssue[] = [];
   const columns = setup.header.length;
   for (const rec of splitFields(records)) {
-    const reject = (column: string | null, reason: string) =>
-      issues.push({ severity: 'rejected', line: rec.line, column, reason, raw: rec.raw });
-    if (rec.error) {
-      reject(null, rec.error);
-      continue;
-    }
-    if (rec.fields.length !== columns) {
-      reject(null, `wrong column count: expected ${columns} fields, found ${rec.fields.length}`);
-      continue;
-    }
-    const result = normalize(rec.fields, rec.raw);
-    for (const w of result.warnings) {
-      issues.push({ severity: 'warning', line: rec.line, column: w.column, reason: w.reason, raw: rec.raw });
-    }
-    if (result.ok)
-      // The raw text stays here: only issues carry it back (a row's raw text is not staged).
+    const record = normalizeRecord(rec, columns, normalize, issues);
+    // The raw text stays here: only issues carry it back (a row's raw text is not staged).
+    if (record !== undefined)
       rows.push({
         line: rec.line,
         raw: '',
-        record: { stageLine: stageLineOf(setup.partNo, rec.line, result.record) },
+        record: { stageLine: stageLineOf(setup.partNo, rec.line, record) },
       });
-    else reject(result.reject.column, result.reject.reason);
   }
   return { rows, issues };
 }
