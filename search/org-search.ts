@@ -8,7 +8,8 @@ import { decodeNameKey, foldName, nameSortKey, planTerm, termMatches } from './n
  *
  * A term becomes a Meilisearch query over the names' trigram words (name-text.ts). The answer of
  * that query can hold a few false candidates; they all carry one of the term's links, so they are
- * found with one filtered query, checked against their names in Postgres, and the final query
+ * found with one filtered query, checked against the names their documents hold (decoded from
+ * the sort key `n`), and the final query
  * keeps "no link of this term, or checked and true". Every total and every page is then exact,
  * and Meilisearch does the sorting and paging. Results are ids only: the API reads the Orgs from
  * Postgres.
@@ -142,7 +143,7 @@ async function readAllIds(deps: OrgSearchDeps, q: string, filters: string[]): Pr
 /**
  * The query for "the name contains the folded term", in two steps: `unchecked` is the query of the
  * candidates that carry none of the term's links (exact matches, no check needed), known at once;
- * `resolved` reads the suspects, checks them against Postgres and gives the exact query.
+ * `resolved` reads the suspects, checks them against their own names and gives the exact query.
  */
 interface TermQuery {
   unchecked: Resolved;

@@ -3,7 +3,7 @@ import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { parseDomain } from '../shared/domains.js';
 import { orgsWithDomains } from '../shared/org-domains.js';
-import { answers, freshRows, mergePage, orderKey, pendingOrgIds } from './fresh-changes.js';
+import { answers, cmpKey, freshRows, type Key, mergePage, orderKey, pendingOrgIds } from './fresh-changes.js';
 import { ORG_INDEX_FORMAT } from './index-definition.js';
 import { searchV1OrgIds } from './legacy-v1/org-search.js';
 import { type IndexFormat, indexFormat, meiliCall } from './meili-client.js';
@@ -18,8 +18,8 @@ import {
 
 /**
  * The search use case: exact-domain matches come from Postgres (stable ids, current and old public
- * labels, which the index does not hold), name matches and the order from Meilisearch, suspects
- * checked against the names in Postgres.
+ * labels, which the index does not hold), name matches and the order from Meilisearch, and the
+ * changes the index has not applied yet from Postgres (fresh-changes.ts).
  */
 export interface SearchOrgsDeps {
   db: Db;
@@ -111,17 +111,7 @@ async function withFreshChanges(db: Db, deps: OrgSearchDeps, query: OrgSearchQue
   const fresh = [...rows.values()]
     .filter((row) => answers(row, folded, domainIds))
     .map((row) => ({ id: row.id, key: orderKey(row, query.sort, folded, domainIds) }))
-    .sort((a, b) =>
-      a.key[0] < b.key[0]
-        ? -1
-        : a.key[0] > b.key[0]
-          ? 1
-          : a.key[1] < b.key[1]
-            ? -1
-            : a.key[1] > b.key[1]
-              ? 1
-              : 0,
-    );
+    .sort((a, b) => cmpKey(a.key, b.key));
   if (fresh.length === 0) return searchOrgIds(deps, query);
   const from = Math.max(0, query.offset - fresh.length);
   const indexPage = await searchOrgIds(deps, {
@@ -133,7 +123,7 @@ async function withFreshChanges(db: Db, deps: OrgSearchDeps, query: OrgSearchQue
   // An Org deleted since the index answered has no row: it sorts as nothing and is dropped by the API.
   const keys = indexPage.ids.map((id) => {
     const row = indexRows.get(id);
-    return row ? orderKey(row, query.sort, folded, domainIds) : (['', ''] as [string, string]);
+    return row ? orderKey(row, query.sort, folded, domainIds) : (['', ''] as Key);
   });
   return mergePage(query, from, indexPage, keys, fresh);
 }
