@@ -52,10 +52,10 @@ export async function freshRows(db: Db, ids: readonly number[]): Promise<Map<num
 }
 
 /** Where an Org falls in a query's order: compared as [major, minor] strings, ascending. */
-type Key = [string, string];
+export type Key = [string, string];
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-const cmpKey = (a: Key, b: Key) => cmp(a[0], b[0]) || cmp(a[1], b[1]);
+export const cmpKey = (a: Key, b: Key) => cmp(a[0], b[0]) || cmp(a[1], b[1]);
 
 /** Reverses the order of strings over [0-9a-z] and the name key's alphabet (used for `-name`). */
 const descending = (s: string) =>
