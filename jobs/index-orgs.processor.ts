@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { planCatchUp } from '../search/catch-up.js';
 import {
   createMeiliClient,
   ensureOrgIndex,
@@ -7,7 +8,7 @@ import {
   meiliConnectionOf,
 } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
-import { reindex } from '../search/reindex.js';
+import { rebuildForBacklog, reindex } from '../search/reindex.js';
 import type { Config } from '../shared/config.js';
 import { markOutage, outageTracker } from '../shared/outage.js';
 import type { JobName } from '../shared/queues.js';
@@ -40,7 +41,15 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       { name: INDEX_JOB, data: { reason: 'sweep' }, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     )
     .catch((err: Error) => deps.logger.warn({ err: err.message }, 'index sweep not scheduled'));
-  const run = async (job: Parameters<ReturnType<ProcessorFactory<'index-orgs'>>>[0]) => {
+  let waitingLogged = false;
+  type IndexJob = Parameters<ReturnType<ProcessorFactory<'index-orgs'>>>[0];
+  const progressOf = (job: IndexJob) => (done: number, total: number) => {
+    // Best effort: progress is for the dashboard; the rebuild goes on without it.
+    job
+      .updateProgress({ done, total })
+      .catch((err: unknown) => deps.logger.debug({ err, done, total }, 'rebuild progress not recorded'));
+  };
+  const run = async (job: IndexJob) => {
     if (!settingsApplied) {
       await ensureOrgIndex(meili, indexUid);
       settingsApplied = true;
@@ -51,18 +60,32 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
         { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
         {
           sync,
-          onProgress: (done, total) => {
-            // Best effort: progress is for the dashboard; the rebuild goes on without it.
-            job
-              .updateProgress({ done, total })
-              .catch((err: unknown) =>
-                deps.logger.debug({ err, done, total }, 'rebuild progress not recorded'),
-              );
-          },
+          onProgress: progressOf(job),
         },
       );
       deps.logger.info({ ...result }, 'search index rebuilt');
       return result;
+    }
+    // A backlog too large to sync well (a bulk import) waits for the import, then is rebuilt.
+    const plan = await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog);
+    if (plan.action === 'wait') {
+      if (!waitingLogged) {
+        deps.logger.info(
+          { pending: plan.pending, documents: plan.documents, importsRunning: plan.importsRunning },
+          'search index far behind: waiting for the running import, then rebuilding it',
+        );
+        waitingLogged = true;
+      }
+      return { ran: false, indexed: 0, removed: 0, batches: 0, waiting: plan.pending };
+    }
+    waitingLogged = false;
+    if (plan.action === 'rebuild') {
+      const rebuilt = await rebuildForBacklog(
+        { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
+        { onProgress: progressOf(job) },
+      );
+      if (rebuilt.ran)
+        deps.logger.info({ reason: job.data.reason, ...rebuilt }, 'search index rebuilt to catch up');
     }
     const result = await sync();
     if (result.batches > 0) deps.logger.info({ reason: job.data.reason, ...result }, 'search index updated');

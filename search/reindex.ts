@@ -100,6 +100,84 @@ async function clearStaleRebuilds(deps: ReindexDeps): Promise<void> {
   }
 }
 
+export interface CatchUpResult {
+  /** False when another indexer held the lock and nothing was done. */
+  ran: boolean;
+  documents: number;
+  /** Org changes (outbox ids) the new index made unnecessary to sync one by one. */
+  covered: number;
+  ms: number;
+}
+
+/**
+ * Brings a far-behind live index up to date by building a fresh one from Postgres and swapping it
+ * in, instead of posting the backlog document batch by batch (search/catch-up.ts decides when).
+ * After a bulk import that is both faster (one build with filters and sorts declared once, against
+ * one Meilisearch update per batch, each re-merging the facet and prefix databases of the whole
+ * index) and smaller (the incremental path leaves the index's file 1.5-3× its used size).
+ *
+ * Holds the indexer lock throughout, so no sync posts to the live index meanwhile: the backlog
+ * waits in the outbox. The outbox rows visible when the lock is taken are committed, so the bulk
+ * load, which starts after, reads their changes; they are deleted after the swap. Rows that arrive
+ * later stay and are synced into the new index afterwards (an Org the bulk load already read is
+ * posted again: harmless). If anything fails, the live index and the outbox are left as they were.
+ * A `bizdir reindex` that is building at that moment is superseded (as by a later reindex).
+ */
+export async function rebuildForBacklog(
+  deps: ReindexDeps,
+  options: Pick<ReindexOptions, 'chunk' | 'depth' | 'onProgress'> = {},
+): Promise<CatchUpResult> {
+  const started = Date.now();
+  const target = `${deps.indexUid}__catchup_${started.toString(36)}`;
+  const log = deps.log ?? (() => {});
+  const locked = await withIndexerLock(deps.db, false, async () => {
+    const covered = await deps.db.selectFrom('search_outbox').select(['seq', 'id_count']).execute();
+    await clearStaleRebuilds(deps);
+    // Registered so that a crash leaves nothing behind: the next rebuild drops what is registered.
+    await deps.db.insertInto('search_reindex').values({ target }).execute();
+    try {
+      await ensureOrgIndex(deps.meili, deps.indexUid);
+      await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
+      const ids = covered.reduce((n, r) => n + Number(r.id_count), 0);
+      log(`search index ${ids} Org changes behind: building ${target} instead of syncing them`);
+      const documents = await bulkLoad(deps, target, options);
+      log(`loaded ${documents} Orgs into ${target}; building sorts and filters`);
+      await succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS);
+      await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
+      await deps.db
+        .deleteFrom('search_outbox')
+        .where('seq', '=', sql<number>`any(${covered.map((r) => r.seq)}::bigint[])`)
+        .execute();
+      await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();
+      // `target` now holds the retired index.
+      await succeeded(deps.meili.deleteIndex(target));
+      return { documents, covered: ids };
+    } catch (error) {
+      await dropFailedBuild(deps, target);
+      throw error;
+    }
+  });
+  if (!locked.locked) return { ran: false, documents: 0, covered: 0, ms: Date.now() - started };
+  return { ran: true, ...locked.value, ms: Date.now() - started };
+}
+
+/** Best effort after a failed build: the build's own error is what the caller must see, and the next rebuild clears what is left (clearStaleRebuilds). */
+async function dropFailedBuild(deps: ReindexDeps, target: string): Promise<void> {
+  const log = deps.log ?? (() => {});
+  const leftBehind = (what: string) => (err: unknown) =>
+    log(`warning: could not ${what} after the failed rebuild (the next rebuild clears it): ${reasonOf(err)}`);
+  await deps.db
+    .deleteFrom('search_reindex')
+    .where('target', '=', target)
+    .execute()
+    .catch(leftBehind(`unregister ${target}`));
+  const exists = await indexExists(deps.meili, target).catch((err: unknown) => {
+    leftBehind(`check for index ${target}`)(err);
+    return false;
+  });
+  if (exists) await deps.meili.deleteIndex(target).catch(leftBehind(`delete index ${target}`));
+}
+
 export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): Promise<ReindexResult> {
   const started = Date.now();
   const target = `${deps.indexUid}__build_${started.toString(36)}`;
@@ -146,22 +224,8 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
     await succeeded(deps.meili.deleteIndex(target));
     return { target, documents, replayed, ms: Date.now() - started };
   } catch (error) {
-    // Leave the live index as it was; drop the half-built one. Best effort: the rebuild's own error
-    // is what the caller must see, and the next rebuild clears what is left (clearStaleRebuilds).
-    const leftBehind = (what: string) => (err: unknown) =>
-      log(
-        `warning: could not ${what} after the failed rebuild (the next rebuild clears it): ${reasonOf(err)}`,
-      );
-    await deps.db
-      .deleteFrom('search_reindex')
-      .where('target', '=', target)
-      .execute()
-      .catch(leftBehind(`unregister ${target}`));
-    const exists = await indexExists(deps.meili, target).catch((err: unknown) => {
-      leftBehind(`check for index ${target}`)(err);
-      return false;
-    });
-    if (exists) await deps.meili.deleteIndex(target).catch(leftBehind(`delete index ${target}`));
+    // Leave the live index as it was; drop the half-built one.
+    await dropFailedBuild(deps, target);
     throw error;
   }
 }

@@ -38,11 +38,16 @@ const Env = Type.Object({
   RECORD_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /**
    * Imports use a second core: register batches are prepared on a worker thread, location batches
-   * load two transactions at once (docs/imports.md). Off until measured faster on a quiet machine.
+   * load two transactions at once (docs/imports.md; measured faster on a quiet machine, so on).
    */
   IMPORT_PIPELINE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
   MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),
+  /**
+   * Org changes behind (and at least 30 % of the index) at which the indexer rebuilds the search
+   * index and swaps it in instead of syncing the backlog (search/catch-up.ts); 0: always sync.
+   */
+  SEARCH_REBUILD_BACKLOG: Type.Integer({ minimum: 0 }),
 });
 
 const DEFAULTS = {
@@ -57,6 +62,7 @@ const DEFAULTS = {
   RECORD_CACHE: 'on',
   IMPORT_PIPELINE: 'off',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
+  SEARCH_REBUILD_BACKLOG: '50000',
 } as const;
 
 const MESSAGES: Record<string, string> = {
@@ -76,9 +82,13 @@ const MESSAGES: Record<string, string> = {
   RECORD_CACHE: 'must be on or off',
   IMPORT_PIPELINE: 'must be on or off',
   MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
+  SEARCH_REBUILD_BACKLOG: 'must be a whole number of Orgs (0: never rebuild, always sync)',
 };
 
 type EnvValues = Static<typeof Env>;
+
+/** Variables read as whole numbers (anything else fails validation with the variable's message). */
+const NUMERIC = new Set(['PORT', 'SEARCH_REBUILD_BACKLOG']);
 
 export interface Config {
   readonly databaseUrl: string | undefined;
@@ -98,6 +108,8 @@ export interface Config {
   /** IMPORT_PIPELINE=on. */
   readonly importPipeline: boolean;
   readonly meiliMaxIndexingMemory: string;
+  /** SEARCH_REBUILD_BACKLOG: see search/catch-up.ts. */
+  readonly searchRebuildBacklog: number;
 }
 
 export class ConfigError extends Error {
@@ -117,7 +129,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[key] ?? DEFAULTS[key as keyof typeof DEFAULTS];
     // An empty variable is treated as unset, as shells and compose files often leave them so.
     if (value === undefined || value === '') continue;
-    raw[key] = key === 'PORT' && /^\d+$/.test(value) ? Number(value) : value;
+    raw[key] = NUMERIC.has(key) && /^\d+$/.test(value) ? Number(value) : value;
   }
   for (const error of Value.Errors(Env, raw)) {
     const variable =
@@ -142,6 +154,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     recordCache: v.RECORD_CACHE === 'on',
     importPipeline: v.IMPORT_PIPELINE === 'on',
     meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
+    searchRebuildBacklog: v.SEARCH_REBUILD_BACKLOG,
   });
 }
 

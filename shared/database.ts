@@ -299,6 +299,8 @@ export interface SearchOutboxTable {
   seq: GeneratedAlways<number>;
   org_ids: BigintIds;
   created_at: Timestamp;
+  /** cardinality(org_ids), stored (migration 0019_outbox_id_count). */
+  id_count: GeneratedAlways<number>;
 }
 
 export interface SearchReindexTable {

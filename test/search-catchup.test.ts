@@ -1,0 +1,217 @@
+import { sql } from 'kysely';
+import type { Meilisearch } from 'meilisearch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
+import { planCatchUp, STALLED_MS } from '../search/catch-up.js';
+import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
+import { pendingChanges, syncOutbox } from '../search/org-sync.js';
+import { rebuildForBacklog } from '../search/reindex.js';
+import { searchOrgs } from '../search/search-orgs.js';
+import { driftCount, verifyIndex } from '../search/verify.js';
+import { loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
+import { createRedis } from '../shared/redis.js';
+import { createTestDb, type TestDb } from './support/db.js';
+import { TEST_REDIS_URL } from './support/env.js';
+import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+import { testQueuePrefix } from './support/redis.js';
+
+const SUFFIX = 'bizdir.test';
+
+/** Inserts Orgs `from..to` in one statement (the outbox trigger queues them as one row). */
+async function addOrgs(db: TestDb['db'], from: number, to: number, word = 'GADGETS'): Promise<void> {
+  await sql`
+    insert into orgs (domain_cc, public_slug, name, content_hash)
+    select 'gb', 'catchup-' || g, 'CATCHUP ' || g || ' ${sql.raw(word)} LTD', 'h' || g
+    from generate_series(${from}::int, ${to}::int) g`.execute(db);
+}
+
+async function indexesNamed(meili: Meilisearch, prefix: string): Promise<string[]> {
+  const { results } = await meili.getIndexes({ limit: 1000 });
+  return results.map((i) => i.uid).filter((uid) => uid.startsWith(prefix));
+}
+
+describe('a far-behind index is rebuilt, not synced batch by batch', () => {
+  let t: TestDb;
+  let meili: Meilisearch;
+  const indexUid = testIndexName('catchup');
+
+  beforeAll(async () => {
+    t = await createTestDb();
+    meili = testMeiliClient();
+    await addOrgs(t.db, 1, 200);
+    await ensureOrgIndex(meili, indexUid);
+    await syncOutbox({ db: t.db, meili, indexUid });
+  });
+
+  afterAll(async () => {
+    for (const uid of await indexesNamed(meili, indexUid)) await meili.deleteIndexIfExists(uid);
+    await t?.drop();
+  });
+
+  const find = (q: string) =>
+    searchOrgs(
+      // The index itself, not the changes searched beside it (fresh-changes.ts).
+      {
+        db: t.db,
+        meili: createMeiliClient(testMeiliConnection()),
+        indexUid,
+        domainSuffix: SUFFIX,
+        freshChanges: false,
+      },
+      { q, sort: 'name', limit: 10, offset: 0 },
+    );
+
+  it('plans: sync below the threshold or below 30 % of the index, wait while an import writes, rebuild after', async () => {
+    await addOrgs(t.db, 201, 250);
+    // 50 behind, threshold 100: sync.
+    expect(await planCatchUp(t.db, meili, indexUid, 100)).toMatchObject({
+      action: 'sync',
+      pending: 50,
+    });
+    // 50 behind of an index of 200 (25 %): sync, even with a threshold of 10.
+    expect(await planCatchUp(t.db, meili, indexUid, 10)).toMatchObject({
+      action: 'sync',
+      documents: 200,
+    });
+    await addOrgs(t.db, 251, 700);
+    // 500 behind, 250 % of the index: rebuild, unless turned off.
+    expect((await planCatchUp(t.db, meili, indexUid, 100)).action).toBe('rebuild');
+    expect((await planCatchUp(t.db, meili, indexUid, 0)).action).toBe('sync');
+    // An import running and writing: wait for it.
+    const run = await t.db
+      .insertInto('import_runs')
+      .values({ feed: 'registrar', source: '/tmp/x.csv', status: 'running' })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    expect(await planCatchUp(t.db, meili, indexUid, 100)).toMatchObject({
+      action: 'wait',
+      importsRunning: 1,
+    });
+    // A run that has not written for STALLED_MS is not waited for.
+    await sql`update search_outbox set created_at = now() - make_interval(secs => ${STALLED_MS / 1000 + 60})`.execute(
+      t.db,
+    );
+    expect((await planCatchUp(t.db, meili, indexUid, 100)).action).toBe('rebuild');
+    await t.db.updateTable('import_runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
+  });
+
+  it('rebuilds and swaps; what was behind is searchable and gone from the outbox, changes made meanwhile stay queued', async () => {
+    expect(await pendingChanges(t.db)).toBe(500);
+    const before = (await meili.getRawIndex(indexUid)).createdAt;
+    let during: Promise<unknown> | undefined;
+    const result = await rebuildForBacklog(
+      { db: t.db, meili, indexUid },
+      {
+        chunk: 100,
+        onProgress: () => {
+          // Committed while the bulk load runs: a rename of an Org already loaded, and a new Org.
+          during ??= Promise.all([
+            sql`update orgs set name = 'RENAMED WHILE REBUILDING LTD', version_number = version_number + 1,
+                updated = now() where public_slug = 'catchup-1'`.execute(t.db),
+            addOrgs(t.db, 701, 701, 'LATECOMER'),
+          ]);
+        },
+      },
+    );
+    await during;
+    expect(result).toMatchObject({ ran: true, covered: 500 });
+    expect(result.documents).toBeGreaterThanOrEqual(700);
+    // Swapped: the live name now holds the new index, and no build is left behind.
+    expect((await meili.getRawIndex(indexUid)).createdAt).not.toBe(before);
+    expect(await indexesNamed(meili, `${indexUid}__`)).toEqual([]);
+    expect(await t.db.selectFrom('search_reindex').selectAll().execute()).toEqual([]);
+    // The backlog was covered by the build; the two changes made during it are still queued.
+    expect(await pendingChanges(t.db)).toBe(2);
+    expect((await find('gadgets')).total).toBeGreaterThanOrEqual(699);
+    expect((await find('catchup 650 ')).total).toBe(1);
+    // After the sync of the rest, the index equals Postgres.
+    await syncOutbox({ db: t.db, meili, indexUid });
+    expect(await pendingChanges(t.db)).toBe(0);
+    expect((await find('renamed while')).total).toBe(1);
+    expect((await find('latecomer')).total).toBe(1);
+    expect((await find('gadgets')).total).toBe(699);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+  });
+
+  it('does nothing while another indexer holds the lock, and leaves the outbox as it was on failure', async () => {
+    await addOrgs(t.db, 702, 900);
+    // A Meilisearch that refuses everything: the build fails, the live index and the outbox stay.
+    const broken = createMeiliClient({ url: testMeiliConnection().url, apiKey: 'not-the-key' });
+    await expect(rebuildForBacklog({ db: t.db, meili: broken, indexUid })).rejects.toThrow();
+    expect(await pendingChanges(t.db)).toBe(199);
+    expect(await t.db.selectFrom('search_reindex').selectAll().execute()).toEqual([]);
+    expect((await find('gadgets')).total).toBe(699);
+    await syncOutbox({ db: t.db, meili, indexUid });
+    expect((await find('gadgets')).total).toBe(898);
+  });
+});
+
+describe('the index worker waits for a bulk import, then rebuilds', () => {
+  let t: TestDb;
+  let meili: Meilisearch;
+  const indexUid = testIndexName('catchupw');
+  const queue = testQueuePrefix();
+  let stop: () => Promise<void>;
+
+  beforeAll(async () => {
+    t = await createTestDb();
+    meili = testMeiliClient();
+    await addOrgs(t.db, 1, 100);
+    await ensureOrgIndex(meili, indexUid);
+    await syncOutbox({ db: t.db, meili, indexUid });
+    const config = loadConfig({
+      DATABASE_URL: t.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: queue.prefix,
+      LOG_LEVEL: 'silent',
+      SEARCH_REBUILD_BACKLOG: '200',
+      ...meiliEnv(indexUid),
+    });
+    const connection = createRedis(TEST_REDIS_URL, 'worker');
+    const workers = startWorkers(createWorkerDeps(config, t.db, connection, createLogger(config)), {
+      queues: ['index'],
+    });
+    stop = async () => {
+      await workers.close(5_000);
+      connection.disconnect();
+    };
+  });
+
+  afterAll(async () => {
+    await stop?.();
+    await queue.cleanup();
+    for (const uid of await indexesNamed(meili, indexUid)) await meili.deleteIndexIfExists(uid);
+    await t?.drop();
+  });
+
+  it('a small change is synced as usual; a bulk one waits while its import runs and is rebuilt once it ends', async () => {
+    const created = (await meili.getRawIndex(indexUid)).createdAt;
+    const until = async (check: () => Promise<boolean>) => {
+      const deadline = Date.now() + 30_000;
+      while (!(await check())) {
+        if (Date.now() > deadline) throw new Error('timed out');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await addOrgs(t.db, 101, 150);
+    await until(async () => (await pendingChanges(t.db)) === 0);
+    expect((await meili.getRawIndex(indexUid)).createdAt).toBe(created);
+
+    const run = await t.db
+      .insertInto('import_runs')
+      .values({ feed: 'registrar', source: '/tmp/x.csv', status: 'running' })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await addOrgs(t.db, 151, 1000);
+    // Several sweeps (one a second) pass: nothing is posted while the import runs.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await pendingChanges(t.db)).toBe(850);
+    expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(150);
+    await t.db.updateTable('import_runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
+    await until(async () => (await pendingChanges(t.db)) === 0);
+    expect((await meili.getRawIndex(indexUid)).createdAt).not.toBe(created);
+    expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(1000);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+  });
+});
