@@ -60,7 +60,7 @@ const DEFAULTS = {
   MEILI_INDEX: 'orgs',
   DATA_DIR: '.data',
   RECORD_CACHE: 'on',
-  IMPORT_PIPELINE: 'off',
+  IMPORT_PIPELINE: 'on',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
   SEARCH_REBUILD_BACKLOG: '50000',
 } as const;
