@@ -87,7 +87,14 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       if (rebuilt.ran)
         deps.logger.info({ reason: job.data.reason, ...rebuilt }, 'search index rebuilt to catch up');
     }
-    const result = await sync();
+    // The backlog can grow past the threshold while this run drains it: look again as it goes.
+    const result = await syncOutbox(
+      { db: deps.db, meili, indexUid },
+      {
+        keepGoing: async () =>
+          (await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog)).action === 'sync',
+      },
+    );
     if (result.batches > 0) deps.logger.info({ reason: job.data.reason, ...result }, 'search index updated');
     return result;
   };

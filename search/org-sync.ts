@@ -33,7 +33,17 @@ export interface SyncOptions {
   depth?: number;
   /** Stop after this many batches (the next run goes on); unbounded by default. */
   maxBatches?: number;
+  /**
+   * Asked before a batch is taken, at most every KEEP_GOING_EVERY_MS: false ends the run there (what
+   * is in flight is finished). The indexer uses it to stop syncing once the backlog is better
+   * rebuilt (search/catch-up.ts): a run drains the outbox while writers keep filling it.
+   */
+  keepGoing?: () => Promise<boolean>;
+  /** How often keepGoing is asked (default KEEP_GOING_EVERY_MS; 0: before every batch). */
+  keepGoingEveryMs?: number;
 }
+
+export const KEEP_GOING_EVERY_MS = 5_000;
 
 export interface SyncResult {
   /** False when another indexer held the lock and this run did nothing. */
@@ -165,7 +175,12 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
       removed += batch.removed;
     };
     try {
+      let asked = Date.now();
       while (batches < maxBatches) {
+        if (options.keepGoing && Date.now() - asked >= (options.keepGoingEveryMs ?? KEEP_GOING_EVERY_MS)) {
+          if (!(await options.keepGoing())) break;
+          asked = Date.now();
+        }
         const rows = await takeBatch(deps.db, lastSeq, batchIds);
         if (rows.length === 0) break;
         lastSeq = rows[rows.length - 1]!.seq;

@@ -134,16 +134,33 @@ describe('a far-behind index is rebuilt, not synced batch by batch', () => {
     expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
   });
 
-  it('does nothing while another indexer holds the lock, and leaves the outbox as it was on failure', async () => {
+  it('a sync run stops where keepGoing says the backlog is better rebuilt, finishing what is in flight', async () => {
+    await addOrgs(t.db, 902, 910);
+    await addOrgs(t.db, 911, 920);
+    await addOrgs(t.db, 921, 930);
+    let asked = 0;
+    const result = await syncOutbox(
+      { db: t.db, meili, indexUid },
+      { batchIds: 1, keepGoingEveryMs: 0, keepGoing: async () => ++asked < 2 },
+    );
+    expect(asked).toBe(2);
+    expect(result.batches).toBe(1);
+    expect(await pendingChanges(t.db)).toBe(20);
+    await syncOutbox({ db: t.db, meili, indexUid });
+    expect(await pendingChanges(t.db)).toBe(0);
+  });
+
+  it('leaves the outbox and the live index as they were when the build fails', async () => {
+    const indexed = (await find('gadgets')).total;
     await addOrgs(t.db, 702, 900);
     // A Meilisearch that refuses everything: the build fails, the live index and the outbox stay.
     const broken = createMeiliClient({ url: testMeiliConnection().url, apiKey: 'not-the-key' });
     await expect(rebuildForBacklog({ db: t.db, meili: broken, indexUid })).rejects.toThrow();
     expect(await pendingChanges(t.db)).toBe(199);
     expect(await t.db.selectFrom('search_reindex').selectAll().execute()).toEqual([]);
-    expect((await find('gadgets')).total).toBe(699);
+    expect((await find('gadgets')).total).toBe(indexed);
     await syncOutbox({ db: t.db, meili, indexUid });
-    expect((await find('gadgets')).total).toBe(898);
+    expect((await find('gadgets')).total).toBe(indexed + 199);
   });
 });
 
