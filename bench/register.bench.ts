@@ -17,7 +17,13 @@ import { searchOrgs } from '../search/search-orgs.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
-import { capMemory, evictFromPageCache, type MemoryCap, parseBytes } from './memory-cap.js';
+import {
+  capMemory,
+  evictFromPageCache,
+  type MemoryCap,
+  parseBytes,
+  readIntoPageCache,
+} from './memory-cap.js';
 import { prng } from './org-names.js';
 import { MemoryWatch, memory } from './process-memory.js';
 import { describeNames, generateRegister } from './register/generate.js';
@@ -27,7 +33,7 @@ import { coined } from './register/names.js';
  * The whole register through the real pipeline, then the search on it:
  *
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--skip-rebuild]
- *                             [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB]
+ *                             [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB] [--prewarm]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -46,7 +52,9 @@ import { coined } from './register/names.js';
  * limit (a memory cgroup: anonymous memory and the page cache of its index, as compose's
  * `mem_limit` would; Linux, root) and reports the cgroup's peak and how often it hit the limit;
  * with `--reuse`, the index files are first dropped from the page cache so Meilisearch is charged
- * for every page it reads.
+ * for every page it reads. `--prewarm` (with `--reuse`, without a memory limit) first reads the
+ * index files into the page cache, as an operator warms a restarted Meilisearch, so the mix
+ * measures a warm index rather than first reads from disk.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -230,6 +238,12 @@ async function main() {
 
   mkdirSync(MEILI_DIR, { recursive: true });
   if (MEILI_MEMORY !== undefined) evictFromPageCache(MEILI_DIR);
+  else if (flag('prewarm')) {
+    // A restarted Meilisearch with its index read into the page cache first, as an operator would.
+    const started = Date.now();
+    const bytes = readIntoPageCache(MEILI_DIR);
+    report('index read into the page cache (--prewarm)', `${mb(bytes)} MiB in ${s(Date.now() - started)} s`);
+  }
   const meiliServer = await startMeiliServer({
     dataDir: MEILI_DIR,
     masterKey: `bench-${tag}-master-key`,
