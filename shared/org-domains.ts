@@ -36,15 +36,25 @@ const matches = (column: string | Expression<string>, value: OneOrMany) => {
     : sql<SqlBool>`${left} = any(${value}::text[])`;
 };
 
-/** The Orgs named by stable domain(s) `uid.cc`, as `(org_id, key)`; the uid finds the Org (it is unique). */
+/**
+ * "The row's stable id is `uid`" (an Org's or a Location's; values may be prepared-statement
+ * arguments): the row is found by its primary key, because the uid is a permutation of the id and
+ * `bizdir_uid_id` its inverse (migration 0020: `uid` has no index of its own); the uid is rechecked.
+ */
+export const hasUid = (table: 'orgs' | 'locations', uid: OneOrMany) =>
+  typeof uid === 'string'
+    ? sql<SqlBool>`${sql.ref(`${table}.id`)} = bizdir_uid_id(${uid}) and ${sql.ref(`${table}.uid`)} = ${uid}`
+    : sql<SqlBool>`${sql.ref(`${table}.id`)} = any(array(select bizdir_uid_id(u) from unnest(${uid}::text[]) as u)) and ${sql.ref(`${table}.uid`)} = any(${uid}::text[])`;
+
+/** The Orgs named by stable domain(s) `uid.cc`, as `(org_id, key)`; the uid finds the Org (see hasUid). */
 function stableHolders(refs: readonly Extract<OrgDomainRef, { kind: 'org' }>[]) {
   const key = sql<string>`orgs.uid || '.' || orgs.domain_cc`;
   return qb
     .selectFrom('orgs')
     .select(['orgs.id as org_id', key.as('key')])
     .where(
-      matches(
-        'orgs.uid',
+      hasUid(
+        'orgs',
         refs.map((r) => r.uid),
       ),
     )
@@ -73,7 +83,7 @@ export function orgHasDomain(
   eb: ExpressionBuilder<Database, 'orgs'>,
   ref: OrgDomainRef,
 ): Expression<SqlBool> {
-  if (ref.kind === 'org') return eb.and([eb('orgs.uid', '=', ref.uid), eb('orgs.domain_cc', '=', ref.cc)]);
+  if (ref.kind === 'org') return eb.and([hasUid('orgs', ref.uid), eb('orgs.domain_cc', '=', ref.cc)]);
   const holders = holdersNow(ref.slug).union(holdersBefore(ref.slug));
   return eb('orgs.id', 'in', qb.selectFrom(holders.as('h')).select('h.org_id'));
 }

@@ -88,6 +88,34 @@ describe('schema', () => {
     await expect(sql`select bizdir_uid(1099511627776)`.execute(t.db)).rejects.toThrow(/outside the id space/);
   });
 
+  it('stable ids: bizdir_uid_id (migration 0020) gives back the id of every uid, and null for what no id has', async () => {
+    const { rows } = await sql<{ n: number; wrong: number }>`
+      with ids as (
+        select g as id from generate_series(0, 200000) g
+        union all select (random() * 1099511627775)::bigint from generate_series(1, 100000)
+        union all select unnest(array[1048575, 1048576, 1099511627774, 1099511627775]::bigint[]))
+      select count(*)::int as n,
+        count(*) filter (where bizdir_uid_id(bizdir_uid(id)) is distinct from id)::int as wrong
+      from ids`.execute(t.db);
+    expect(rows[0]).toEqual({ n: 300005, wrong: 0 });
+    const { rows: odd } = await sql<{ u: string; id: string | null }>`
+      select u, bizdir_uid_id(u)::text as id
+      from unnest(array['zzzzzzzz', 'ja1lfws88', '1alfws8', '1ALFWS88', '1alfws8_', '1alfws8é', '', ' 1alfws8', '1alfws89']) u`.execute(
+      t.db,
+    );
+    // 'zzzzzzzz' is past the 40-bit id space; '1alfws89' is a well-formed uid of some id (checked above
+    // for all that round-trip), so only it maps to a value.
+    expect(odd.filter((r) => r.id !== null).map((r) => r.u)).toEqual(['1alfws89']);
+    // The domain lookups find the row by primary key: uid has no index of its own on the imported tables.
+    const { rows: plan } = await sql<{ 'QUERY PLAN': string }>`
+      explain select id from orgs where id = bizdir_uid_id('56mjgdp6') and uid = '56mjgdp6'`.execute(t.db);
+    expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using orgs_pkey/);
+    const { rows: indexes } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_indexes
+      where tablename in ('orgs', 'addresses', 'locations') and indexdef like '%(uid)%'`.execute(t.db);
+    expect(indexes[0]!.n).toBe(0);
+  });
+
   it('refuses a second Org with the same registration', async () => {
     const values = {
       domain_cc: 'gb',

@@ -2,6 +2,7 @@ import { type ExpressionBuilder, sql } from 'kysely';
 import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
+import { hasUid } from '../../shared/org-domains.js';
 import { jsonOf } from '../records/json-columns.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
 import {
@@ -21,7 +22,7 @@ export type LocationRef = Extract<DomainRef, { kind: 'location' | 'location-publ
  */
 function matchesRef(eb: ExpressionBuilder<Database, 'locations'>, ref: LocationRef) {
   if (ref.kind === 'location') {
-    return eb.and([eb('locations.uid', '=', ref.uid), eb('locations.domain_cc', '=', ref.cc)]);
+    return eb.and([hasUid('locations', ref.uid), eb('locations.domain_cc', '=', ref.cc)]);
   }
   const holders = eb
     .selectFrom('locations as now')
