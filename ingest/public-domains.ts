@@ -10,6 +10,12 @@ export type SlugScope = 'org' | 'location';
 const TABLE = { org: 'org_public_domains', location: 'location_public_domains' } as const;
 const OWNER = { org: 'org_id', location: 'location_id' } as const;
 
+/**
+ * Labels handed out but not recorded yet, among `candidates` (see reserveSlugs): allocateSlugs treats
+ * them as taken.
+ */
+export type AlsoTaken = (trx: Transaction<Database>, candidates: readonly string[]) => Promise<Iterable<string>>;
+
 export interface SlugRequest {
   /** The slugified name (see slugify). */
   base: string;
@@ -27,6 +33,7 @@ export async function allocateSlugs(
   trx: Transaction<Database>,
   scope: SlugScope,
   requests: readonly SlugRequest[],
+  alsoTaken?: AlsoTaken,
 ): Promise<string[]> {
   const out = new Array<string>(requests.length);
   if (requests.length === 0) return out;
@@ -89,6 +96,7 @@ export async function allocateSlugs(
     const taken = await sql<{ slug: string }>`
       select slug from ${sql.table(TABLE[scope])} where slug = any(${candidates}::text[])`.execute(trx);
     const takenSet = new Set(taken.rows.map((r) => r.slug));
+    if (alsoTaken) for (const slug of await alsoTaken(trx, candidates)) takenSet.add(slug);
     for (const slug of out) if (slug !== undefined) takenSet.add(slug);
     const retry: number[] = [];
     todo.forEach((i, k) => {
@@ -143,8 +151,14 @@ export async function recordNewSlugs(
  * chunks can be merged side by side.
  *
  * What the lock no longer covers: a clash-numbered label (`acme-2`) equal to another name's plain
- * slug, reserved by two allocators before either records it. The Orgs' unique `public_slug` (and the
- * labels table's key) refuse the second insert, which the caller retries with a fresh reservation
+ * slug, reserved by two allocators before either records it. `alsoTaken` closes that within one
+ * caller: it names the labels the caller reserved and has not recorded yet (the register merge: the
+ * run's reserved labels), which allocateSlugs then skips. This matters because the register merge
+ * writes chunks side by side and commits them in key order: had an earlier chunk been handed a label
+ * a later, uncommitted chunk already wrote, its insert would wait for the later chunk's commit, which
+ * waits for the earlier chunk: a wait Postgres cannot see as a deadlock. Between different callers
+ * (another feed's new Orgs) the Orgs' unique `public_slug` (and the labels table's key) refuse the
+ * second insert once the first commits, and the caller retries with a fresh reservation
  * (registrar.loader.ts, MergeRaceError). `keep` stores the labels in the same transaction, so the
  * caller can give the same labels again when its write rolls back and is retried.
  */
@@ -153,12 +167,13 @@ export async function reserveSlugs(
   scope: SlugScope,
   requests: readonly SlugRequest[],
   keep: (trx: Transaction<Database>, slugs: string[]) => Promise<void>,
+  alsoTaken?: AlsoTaken,
 ): Promise<string[]> {
   if (requests.length === 0) return [];
   return db.transaction().execute(async (trx) => {
     // Waits only for other allocators; the bound turns an unforeseen wait cycle into a retried error.
     await sql`set local lock_timeout = '60s'`.execute(trx);
-    const slugs = await allocateSlugs(trx, scope, requests);
+    const slugs = await allocateSlugs(trx, scope, requests, alsoTaken);
     await keep(trx, slugs);
     return slugs;
   });

@@ -454,6 +454,10 @@ async function merge(
         }
         return db.transaction().execute(async (trx) => {
           await sql`set local synchronous_commit = off`.execute(trx);
+          // A chunk that waited on a row of a later chunk (which waits, in JavaScript, for this one's
+          // commit) would wait forever: Postgres cannot see that cycle. None is known (the register's
+          // labels: reserveSlugs' alsoTaken); the bound turns an unforeseen one into a failed attempt.
+          if (lanes > 1) await sql`set local lock_timeout = '60s'`.execute(trx);
           const outcome = await staged.mergeChunk(db, trx, ctx, plan);
           // Commit in key order (a failed chunk before this one fails this one: it rolls back).
           await before;

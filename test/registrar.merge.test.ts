@@ -4,7 +4,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createImportRun, getRun, type ImportRun } from '../ingest/import-run.js';
-import { createStage, dropStage, stageExists } from '../ingest/registrar/registrar.stage.js';
+import { labelsFor } from '../ingest/registrar/registrar.loader.js';
+import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { runImport } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
@@ -157,6 +158,37 @@ describe('register merge in lanes', () => {
     });
     const slugs = state.filter((o) => o.registration_number !== null).map((o) => o.public_slug);
     expect(new Set(slugs).size).toBe(9);
+  });
+});
+
+describe('register labels reserved by chunks in flight', () => {
+  it('never hands out a label another chunk of the run reserved and has not written yet', async () => {
+    await clear(t.db);
+    const runId = 910_000;
+    await createStage(t.db, runId);
+    await indexStage(t.db, runId);
+    try {
+      // 'foo-ltd' is held: the next company called FOO LTD would get 'foo-ltd-2' ...
+      const { rows } = await sql<{ id: number }>`
+        insert into orgs (domain_cc, public_slug, name, content_hash)
+        values ('gb', 'foo-ltd', 'FOO LTD', 'x') returning id`.execute(t.db);
+      await sql`insert into org_public_domains (slug, org_id) values ('foo-ltd', ${rows[0]!.id})`.execute(t.db);
+      // ... but a later chunk, planned first, reserved 'foo-ltd-2' as the plain label of FOO LTD 2 and
+      // is writing it (uncommitted: invisible to the labels table). Had the earlier chunk been given it
+      // too, its insert would wait for the later chunk, which waits for the earlier one's commit.
+      const [later] = await labelsFor(t.db, runId, [{ number: '00000002', base: 'foo-ltd-2', kept: null }]);
+      expect(later).toBe('foo-ltd-2');
+      const [earlier] = await labelsFor(t.db, runId, [{ number: '00000001', base: 'foo-ltd', kept: null }]);
+      expect(earlier).toBe('foo-ltd-3');
+      // Another run's reservations are not this run's: they are not in its table.
+      await createStage(t.db, runId + 1);
+      await indexStage(t.db, runId + 1);
+      const [other] = await labelsFor(t.db, runId + 1, [{ number: '00000003', base: 'bar-ltd', kept: null }]);
+      expect(other).toBe('bar-ltd');
+    } finally {
+      await dropStage(t.db, runId);
+      await dropStage(t.db, runId + 1);
+    }
   });
 });
 

@@ -11,6 +11,7 @@ import {
   keptLabelsOf,
   nextWinners,
   refreshFingerprints,
+  reservedLabels,
   stagedRecords,
   stageTableOf,
   type Winner,
@@ -62,7 +63,7 @@ function labelRace(error: unknown): never {
   throw error;
 }
 
-interface LabelRequest {
+export interface LabelRequest {
   number: string;
   base: string;
   /** The Org, for a rename (it may get a label it held before back). */
@@ -76,7 +77,7 @@ interface LabelRequest {
  * is still free (held by nobody else, as an Org's label or an alias), else a new reservation, kept
  * for the run (registrar.stage.ts keepLabels) in the reservation's own transaction.
  */
-async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[]): Promise<string[]> {
+export async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[]): Promise<string[]> {
   const out = requests.map((r) => r.kept);
   const kept = requests.flatMap((r) => (r.kept === null ? [] : [r.kept]));
   if (kept.length > 0) {
@@ -105,6 +106,8 @@ async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[
         // A company without a kept label has no row in the run's labels table yet.
         todo.some(({ r }) => r.kept !== null),
       ),
+    // Labels another chunk of this run reserved and may be writing right now.
+    (trx, candidates) => reservedLabels(trx, runId, candidates),
   );
   todo.forEach(({ i }, k) => {
     out[i] = fresh[k]!;
