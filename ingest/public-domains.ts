@@ -14,7 +14,10 @@ const OWNER = { org: 'org_id', location: 'location_id' } as const;
  * Labels handed out but not recorded yet, among `candidates` (see reserveSlugs): allocateSlugs treats
  * them as taken.
  */
-export type AlsoTaken = (trx: Transaction<Database>, candidates: readonly string[]) => Promise<Iterable<string>>;
+export type AlsoTaken = (
+  trx: Transaction<Database>,
+  candidates: readonly string[],
+) => Promise<Iterable<string>>;
 
 export interface SlugRequest {
   /** The slugified name (see slugify). */

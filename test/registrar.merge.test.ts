@@ -172,7 +172,9 @@ describe('register labels reserved by chunks in flight', () => {
       const { rows } = await sql<{ id: number }>`
         insert into orgs (domain_cc, public_slug, name, content_hash)
         values ('gb', 'foo-ltd', 'FOO LTD', 'x') returning id`.execute(t.db);
-      await sql`insert into org_public_domains (slug, org_id) values ('foo-ltd', ${rows[0]!.id})`.execute(t.db);
+      await sql`insert into org_public_domains (slug, org_id) values ('foo-ltd', ${rows[0]!.id})`.execute(
+        t.db,
+      );
       // ... but a later chunk, planned first, reserved 'foo-ltd-2' as the plain label of FOO LTD 2 and
       // is writing it (uncommitted: invisible to the labels table). Had the earlier chunk been given it
       // too, its insert would wait for the later chunk, which waits for the earlier one's commit.
