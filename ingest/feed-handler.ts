@@ -83,6 +83,8 @@ export interface StagedFeed {
    * and may be written side by side (run-import.ts commits them in key order).
    */
   mergeChunk(db: Db, trx: Transaction<Database>, ctx: BatchContext, plan: ChunkPlan): Promise<MergeOutcome>;
+  /** A planned chunk's transaction has ended (committed or rolled back), or it was never written. */
+  chunkSettled?(ctx: BatchContext, plan: ChunkPlan): void;
   /** The run's last transaction: `complete` is false when a part failed (no `--full` marking then). */
   finish(trx: Transaction<Database>, ctx: BatchContext, complete: boolean): Promise<FinishOutcome>;
   /** Drops the staging area of a run that settled without finish (failed). */

@@ -156,7 +156,7 @@ export async function recordNewSlugs(
  * What the lock no longer covers: a clash-numbered label (`acme-2`) equal to another name's plain
  * slug, reserved by two allocators before either records it. `alsoTaken` closes that within one
  * caller: it names the labels the caller reserved and has not recorded yet (the register merge: the
- * run's reserved labels), which allocateSlugs then skips. This matters because the register merge
+ * labels its chunks in flight hold), which allocateSlugs then skips. This matters because the register merge
  * writes chunks side by side and commits them in key order: had an earlier chunk been handed a label
  * a later, uncommitted chunk already wrote, its insert would wait for the later chunk's commit, which
  * waits for the earlier chunk: a wait Postgres cannot see as a deadlock. Between different callers

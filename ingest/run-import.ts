@@ -452,24 +452,28 @@ async function merge(
           await before;
           return null;
         }
-        return db.transaction().execute(async (trx) => {
-          await sql`set local synchronous_commit = off`.execute(trx);
-          // A chunk that waited on a row of a later chunk (which waits, in JavaScript, for this one's
-          // commit) would wait forever: Postgres cannot see that cycle. None is known (the register's
-          // labels: reserveSlugs' alsoTaken); the bound turns an unforeseen one into a failed attempt.
-          if (lanes > 1) await sql`set local lock_timeout = '60s'`.execute(trx);
-          const outcome = await staged.mergeChunk(db, trx, ctx, plan);
-          // Commit in key order (a failed chunk before this one fails this one: it rolls back).
-          await before;
-          const counts = {
-            inserted: outcome.inserted,
-            updated: outcome.updated,
-            unchanged: outcome.unchanged,
-            merged: outcome.merged,
-            mergeAfter: outcome.last,
-          };
-          return { outcome, run: await advanceMerge(trx, run.id, counts, outcome.byPart) };
-        });
+        try {
+          return await db.transaction().execute(async (trx) => {
+            await sql`set local synchronous_commit = off`.execute(trx);
+            // A chunk that waited on a row of a later chunk (which waits, in JavaScript, for this one's
+            // commit) would wait forever: Postgres cannot see that cycle. None is known (the register's
+            // labels: registrar.loader.ts labelsFor); the bound turns an unforeseen one into an error.
+            if (lanes > 1) await sql`set local lock_timeout = '60s'`.execute(trx);
+            const outcome = await staged.mergeChunk(db, trx, ctx, plan);
+            // Commit in key order (a failed chunk before this one fails this one: it rolls back).
+            await before;
+            const counts = {
+              inserted: outcome.inserted,
+              updated: outcome.updated,
+              unchanged: outcome.unchanged,
+              merged: outcome.merged,
+              mergeAfter: outcome.last,
+            };
+            return { outcome, run: await advanceMerge(trx, run.id, counts, outcome.byPart) };
+          });
+        } finally {
+          staged.chunkSettled?.(ctx, plan);
+        }
       })();
       // Awaited below, in order; this only keeps a rejection from counting as unhandled meanwhile.
       chunk.catch(() => {});

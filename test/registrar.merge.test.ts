@@ -4,7 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createImportRun, getRun, type ImportRun } from '../ingest/import-run.js';
-import { labelsFor } from '../ingest/registrar/registrar.loader.js';
+import { labelsFor, releaseLabels } from '../ingest/registrar/registrar.loader.js';
 import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { runImport } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
@@ -178,16 +178,56 @@ describe('register labels reserved by chunks in flight', () => {
       // ... but a later chunk, planned first, reserved 'foo-ltd-2' as the plain label of FOO LTD 2 and
       // is writing it (uncommitted: invisible to the labels table). Had the earlier chunk been given it
       // too, its insert would wait for the later chunk, which waits for the earlier one's commit.
-      const [later] = await labelsFor(t.db, runId, [{ number: '00000002', base: 'foo-ltd-2', kept: null }]);
+      const laterHeld: string[] = [];
+      const [later] = await labelsFor(
+        t.db,
+        runId,
+        [{ number: '00000002', base: 'foo-ltd-2', kept: null }],
+        laterHeld,
+      );
       expect(later).toBe('foo-ltd-2');
-      const [earlier] = await labelsFor(t.db, runId, [{ number: '00000001', base: 'foo-ltd', kept: null }]);
+      expect(laterHeld).toEqual(['foo-ltd-2']);
+      const earlierHeld: string[] = [];
+      const [earlier] = await labelsFor(
+        t.db,
+        runId,
+        [{ number: '00000001', base: 'foo-ltd', kept: null }],
+        earlierHeld,
+      );
       expect(earlier).toBe('foo-ltd-3');
-      // Another run's reservations are not this run's: they are not in its table.
+      // A retried chunk keeps its label from the earlier attempt, unless a chunk in flight holds it.
+      const retryHeld: string[] = [];
+      const [retried] = await labelsFor(
+        t.db,
+        runId,
+        [{ number: '00000009', base: 'foo-ltd', kept: 'foo-ltd-3' }],
+        retryHeld,
+      );
+      expect(retried).toBe('foo-ltd-4');
+      // Once the chunks settle, the labels are the tables' business again: nothing holds 'foo-ltd-2'.
+      releaseLabels(runId, laterHeld);
+      releaseLabels(runId, earlierHeld);
+      releaseLabels(runId, retryHeld);
+      const [again] = await labelsFor(
+        t.db,
+        runId,
+        [{ number: '00000002', base: 'foo-ltd-2', kept: 'foo-ltd-2' }],
+        [],
+      );
+      expect(again).toBe('foo-ltd-2');
+      // Another run's chunks are not this run's.
       await createStage(t.db, runId + 1);
       await indexStage(t.db, runId + 1);
-      const [other] = await labelsFor(t.db, runId + 1, [{ number: '00000003', base: 'bar-ltd', kept: null }]);
-      expect(other).toBe('bar-ltd');
+      const [other] = await labelsFor(
+        t.db,
+        runId + 1,
+        [{ number: '00000003', base: 'foo-ltd-5', kept: null }],
+        [],
+      );
+      expect(other).toBe('foo-ltd-5');
     } finally {
+      releaseLabels(runId, ['foo-ltd-2']);
+      releaseLabels(runId + 1, ['foo-ltd-5']);
       await dropStage(t.db, runId);
       await dropStage(t.db, runId + 1);
     }

@@ -12,6 +12,7 @@ import {
   mergeRegistrarChunk,
   planRegistrarChunk,
   type RegistrarChunkPlan,
+  releaseLabels,
 } from './registrar.loader.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 import { mapRegistrarHeader } from './registrar.parser.js';
@@ -94,6 +95,7 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
     chunkBounds: (db, ctx, after, limit) => stageChunkBounds(db, ctx.runId, after, limit ?? MERGE_CHUNK),
     planChunk: (db, ctx, after, upto) =>
       planRegistrarChunk(db, { runId: ctx.runId, country: ctx.options.country ?? 'GB' }, after, upto),
+    chunkSettled: (ctx, plan) => releaseLabels(ctx.runId, (plan as RegistrarChunkPlan).held),
     mergeChunk: (db, trx, ctx, plan) =>
       mergeRegistrarChunk(
         trx,

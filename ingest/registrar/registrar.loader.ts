@@ -11,7 +11,6 @@ import {
   keptLabelsOf,
   nextWinners,
   refreshFingerprints,
-  reservedLabels,
   stagedRecords,
   stageTableOf,
   type Winner,
@@ -52,6 +51,22 @@ export interface RegistrarChunkPlan extends ChunkPlan {
   winners: Winner[];
   /** Reserved labels of the winners without an Org, in their order. */
   slugs: string[];
+  /** Every label the chunk holds in flight (new companies' and renamed Orgs'): see labelsFor. */
+  held: string[];
+}
+
+/**
+ * Labels held by chunks of a run that are planned and not yet committed or rolled back, by run (a
+ * run's merge runs in one process). See labelsFor.
+ */
+const labelsInFlight = new Map<number, Set<string>>();
+
+/** A chunk's transaction ended (registrar.feed.ts chunkSettled): its labels are in the tables, or free. */
+export function releaseLabels(runId: number, held: readonly string[]): void {
+  const set = labelsInFlight.get(runId);
+  if (!set) return;
+  for (const label of held) set.delete(label);
+  if (set.size === 0) labelsInFlight.delete(runId);
 }
 
 /** Label races (see reserveSlugs): the chunk rolls back and is merged again with fresh labels. */
@@ -74,12 +89,35 @@ export interface LabelRequest {
 
 /**
  * Public labels for a chunk's new or renamed companies: the label an earlier attempt reserved when it
- * is still free (held by nobody else, as an Org's label or an alias), else a new reservation, kept
- * for the run (registrar.stage.ts keepLabels) in the reservation's own transaction.
+ * is still free (held by nobody else, as an Org's label or an alias, nor by another chunk in flight),
+ * else a new reservation, kept for the run (registrar.stage.ts keepLabels) in the reservation's own
+ * transaction. The labels are added to `held` (the chunk's) and to the run's labels in flight until
+ * the chunk settles (releaseLabels).
+ *
+ * Why labels in flight count as taken: chunks are written side by side and commit in key order. A
+ * clash-numbered label (`acme-ltd-2`) can equal another name's plain label (ACME LTD 2), and the
+ * tables show neither until its chunk commits. Had an earlier chunk been given a label that a later
+ * chunk had already written, the earlier chunk's insert would wait for the later chunk's commit,
+ * which waits for the earlier chunk: a cycle through JavaScript that Postgres cannot see, so the
+ * import would hang (seen at 1M rows with 20,000-company chunks).
  */
-export async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[]): Promise<string[]> {
-  const out = requests.map((r) => r.kept);
-  const kept = requests.flatMap((r) => (r.kept === null ? [] : [r.kept]));
+export async function labelsFor(
+  db: Db,
+  runId: number,
+  requests: readonly LabelRequest[],
+  held: string[],
+): Promise<string[]> {
+  if (requests.length === 0) return [];
+  let inFlight = labelsInFlight.get(runId);
+  if (!inFlight) labelsInFlight.set(runId, (inFlight = new Set()));
+  const hold = (labels: readonly string[]) => {
+    for (const label of labels) {
+      inFlight.add(label);
+      held.push(label);
+    }
+  };
+  const out = requests.map((r) => (r.kept !== null && inFlight.has(r.kept) ? null : r.kept));
+  const kept = out.flatMap((label) => (label === null ? [] : [label]));
   if (kept.length > 0) {
     const { rows } = await sql<{ slug: string; owner: number }>`
       select k.slug, h.owner from unnest(${kept}::text[]) as k(slug)
@@ -89,25 +127,29 @@ export async function labelsFor(db: Db, runId: number, requests: readonly LabelR
     const holders = new Map<string, Set<number>>();
     for (const r of rows) holders.set(r.slug, (holders.get(r.slug) ?? new Set()).add(Number(r.owner)));
     requests.forEach((r, i) => {
-      const held = r.kept === null ? undefined : holders.get(r.kept);
-      if (held && [...held].some((owner) => owner !== r.ownerId)) out[i] = null;
+      const owners = out[i] === null ? undefined : holders.get(out[i]!);
+      if (owners && [...owners].some((owner) => owner !== r.ownerId)) out[i] = null;
     });
   }
+  hold(out.flatMap((label) => (label === null ? [] : [label])));
   const todo = requests.flatMap((r, i) => (out[i] === null ? [{ r, i }] : []));
   const fresh = await reserveSlugs(
     db,
     'org',
     todo.map(({ r }) => ({ base: r.base, ...(r.ownerId === undefined ? {} : { ownerId: r.ownerId }) })),
-    (trx, slugs) =>
-      keepLabels(
+    async (trx, slugs) => {
+      // Held before the reservation commits (and so before any other allocation can start).
+      hold(slugs);
+      await keepLabels(
         trx,
         runId,
         todo.map(({ r }, k) => ({ number: r.number, label: slugs[k]! })),
         // A company without a kept label has no row in the run's labels table yet.
         todo.some(({ r }) => r.kept !== null),
-      ),
-    // Labels another chunk of this run reserved and may be writing right now.
-    (trx, candidates) => reservedLabels(trx, runId, candidates),
+      );
+    },
+    // Labels other chunks of this run hold and may be writing right now.
+    async (_trx, candidates) => candidates.filter((c) => inFlight.has(c)),
   );
   todo.forEach(({ i }, k) => {
     out[i] = fresh[k]!;
@@ -251,7 +293,12 @@ const ORG_CHANGE_ROW = {
   fingerprint: 'text',
 } as const;
 
-async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChange[], ctx: MergeCtx) {
+async function updateOrgs(
+  trx: Transaction<Database>,
+  changes: readonly OrgChange[],
+  ctx: MergeCtx,
+  held: string[],
+) {
   if (changes.length === 0) return;
   const renamed = changes.filter((c) => c.existing.name !== c.record.name);
   // Reserved outside this transaction, like a new company's label (the slug lock is never held while
@@ -270,6 +317,7 @@ async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChang
       ownerId: c.existing.id,
       kept: keptLabels.get(c.record.number) ?? null,
     })),
+    held,
   );
   const slugOf = new Map(renamed.map((c, i) => [c.existing.id, newSlugs[i]!]));
   // Orgs without a registered address yet (written by an older version) get one now.
@@ -363,14 +411,21 @@ export async function planRegistrarChunk(
 ): Promise<RegistrarChunkPlan | null> {
   const winners = await nextWinners(db, ctx.runId, ctx.country, after, upto);
   if (winners.length === 0) return null;
-  const slugs = await labelsFor(
-    db,
-    ctx.runId,
-    winners
-      .filter((w) => !w.same && w.org_id === null)
-      .map((w) => ({ number: w.number, base: w.slug ?? 'org', kept: w.label })),
-  );
-  return { last: winners.at(-1)!.number, winners, slugs };
+  const held: string[] = [];
+  try {
+    const slugs = await labelsFor(
+      db,
+      ctx.runId,
+      winners
+        .filter((w) => !w.same && w.org_id === null)
+        .map((w) => ({ number: w.number, base: w.slug ?? 'org', kept: w.label })),
+      held,
+    );
+    return { last: winners.at(-1)!.number, winners, slugs, held };
+  } catch (error) {
+    releaseLabels(ctx.runId, held);
+    throw error;
+  }
 }
 
 /**
@@ -456,7 +511,7 @@ export async function mergeRegistrarChunk(
   }
   const insertedIds = await insertOrgs(trx, inserts, plan.slugs, ctx);
   outcome.inserted = insertedIds.length;
-  await updateOrgs(trx, orgChanges, ctx);
+  await updateOrgs(trx, orgChanges, ctx, plan.held);
   await updateAddresses(trx, addressChanges);
   outcome.changedOrgIds = [...insertedIds, ...orgChanges.map((c) => c.existing.id)];
   return outcome;

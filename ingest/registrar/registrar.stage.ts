@@ -147,10 +147,6 @@ export async function indexStage(db: Db, runId: number): Promise<void> {
   await sql`
     create unlogged table if not exists ${labelsTable(runId)} (number text primary key, label text not null)
     with (autovacuum_enabled = false)`.execute(db);
-  // reservedLabels looks labels up by value (also for a run that started before this index existed).
-  await sql`
-    create index if not exists ${sql.id(`${stageTableOf(runId)}_labels_label`)}
-    on ${labelsTable(runId)} (label)`.execute(db);
   await sql`
     create index if not exists ${sql.id(`${stageTableOf(runId)}_key`)}
     on ${table(runId)} (number, part_no desc, line desc)`.execute(db);
@@ -338,21 +334,6 @@ export async function keepLabels(
     insert into ${labelsTable(runId)} (number, label)
     select * from unnest(${labels.map((l) => l.number)}::text[], ${labels.map((l) => l.label)}::text[])
     ${replace ? sql`on conflict (number) do update set label = excluded.label` : sql``}`.execute(trx);
-}
-
-/**
- * Which of `labels` this run has reserved for any company (kept, or reserved by a chunk in flight):
- * they are taken even before a chunk writes them (public-domains.ts reserveSlugs, `alsoTaken`).
- */
-export async function reservedLabels(
-  trx: Transaction<Database>,
-  runId: number,
-  labels: readonly string[],
-): Promise<string[]> {
-  if (labels.length === 0) return [];
-  const { rows } = await sql<{ label: string }>`
-    select distinct label from ${labelsTable(runId)} where label = any(${labels}::text[])`.execute(trx);
-  return rows.map((r) => r.label);
 }
 
 /** The labels kept for these companies by earlier attempts (by company number). */
