@@ -108,8 +108,8 @@ export async function labelsFor(
   held: string[],
 ): Promise<string[]> {
   if (requests.length === 0) return [];
-  let inFlight = labelsInFlight.get(runId);
-  if (!inFlight) labelsInFlight.set(runId, (inFlight = new Set()));
+  const inFlight = labelsInFlight.get(runId) ?? new Set<string>();
+  labelsInFlight.set(runId, inFlight);
   const hold = (labels: readonly string[]) => {
     for (const label of labels) {
       inFlight.add(label);
