@@ -215,6 +215,26 @@ describe('register labels reserved by chunks in flight', () => {
         [],
       );
       expect(again).toBe('foo-ltd-2');
+      // Two chunks planned side by side: one keeps 'bar-ltd-2' from an earlier attempt while the other
+      // reserves afresh for a second BAR LTD, whose next label is 'bar-ltd-2'. Never both.
+      const { rows: bar } = await sql<{ id: number }>`
+        insert into orgs (domain_cc, public_slug, name, content_hash)
+        values ('gb', 'bar-ltd', 'BAR LTD', 'x') returning id`.execute(t.db);
+      await sql`insert into org_public_domains (slug, org_id) values ('bar-ltd', ${bar[0]!.id})`.execute(
+        t.db,
+      );
+      for (let round = 0; round < 5; round++) {
+        const a: string[] = [];
+        const b: string[] = [];
+        const kept = `bar-ltd-${round + 2}`;
+        const [[first], [second]] = await Promise.all([
+          labelsFor(t.db, runId, [{ number: `0000010${round}`, base: `bar-ltd-${round + 2}`, kept }], a),
+          labelsFor(t.db, runId, [{ number: `0000020${round}`, base: 'bar-ltd', kept: null }], b),
+        ]);
+        expect(first).not.toBe(second);
+        releaseLabels(runId, a);
+        releaseLabels(runId, b);
+      }
       // Another run's chunks are not this run's.
       await createStage(t.db, runId + 1);
       await indexStage(t.db, runId + 1);

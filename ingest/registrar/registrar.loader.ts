@@ -110,13 +110,18 @@ export async function labelsFor(
   if (requests.length === 0) return [];
   const inFlight = labelsInFlight.get(runId) ?? new Set<string>();
   labelsInFlight.set(runId, inFlight);
-  const hold = (labels: readonly string[]) => {
+  // Claims `labels` for this chunk and returns those another chunk held already. Check and claim
+  // happen in one synchronous step, so two chunks planned side by side cannot both claim a label.
+  const claim = (labels: readonly string[]): string[] => {
+    const others = labels.filter((label) => inFlight.has(label));
     for (const label of labels) {
+      if (inFlight.has(label)) continue;
       inFlight.add(label);
       held.push(label);
     }
+    return others;
   };
-  const out = requests.map((r) => (r.kept !== null && inFlight.has(r.kept) ? null : r.kept));
+  const out = requests.map((r) => (r.kept !== null && claim([r.kept]).length === 0 ? r.kept : null));
   const kept = out.flatMap((label) => (label === null ? [] : [label]));
   if (kept.length > 0) {
     const { rows } = await sql<{ slug: string; owner: number }>`
@@ -131,25 +136,23 @@ export async function labelsFor(
       if (owners && [...owners].some((owner) => owner !== r.ownerId)) out[i] = null;
     });
   }
-  hold(out.flatMap((label) => (label === null ? [] : [label])));
   const todo = requests.flatMap((r, i) => (out[i] === null ? [{ r, i }] : []));
   const fresh = await reserveSlugs(
     db,
     'org',
     todo.map(({ r }) => ({ base: r.base, ...(r.ownerId === undefined ? {} : { ownerId: r.ownerId }) })),
-    async (trx, slugs) => {
-      // Held before the reservation commits (and so before any other allocation can start).
-      hold(slugs);
-      await keepLabels(
+    (trx, slugs) =>
+      keepLabels(
         trx,
         runId,
         todo.map(({ r }, k) => ({ number: r.number, label: slugs[k]! })),
         // A company without a kept label has no row in the run's labels table yet.
         todo.some(({ r }) => r.kept !== null),
-      );
-    },
-    // Labels other chunks of this run hold and may be writing right now.
-    async (_trx, candidates) => candidates.filter((c) => inFlight.has(c)),
+      ),
+    // Labels other chunks of this run hold and may be writing right now are taken; the other
+    // candidates are claimed at once (a candidate the tables show as taken is claimed for nothing,
+    // which costs only a set entry until the chunk settles).
+    async (_trx, candidates) => claim(candidates),
   );
   todo.forEach(({ i }, k) => {
     out[i] = fresh[k]!;
