@@ -12,12 +12,9 @@ const OWNER = { org: 'org_id', location: 'location_id' } as const;
 
 /**
  * Labels handed out but not recorded yet, among `candidates` (see reserveSlugs): allocateSlugs treats
- * them as taken.
+ * them as taken. Called synchronously, so the caller can check and claim in one step.
  */
-export type AlsoTaken = (
-  trx: Transaction<Database>,
-  candidates: readonly string[],
-) => Promise<Iterable<string>>;
+export type AlsoTaken = (candidates: readonly string[]) => Iterable<string>;
 
 export interface SlugRequest {
   /** The slugified name (see slugify). */
@@ -99,7 +96,7 @@ export async function allocateSlugs(
     const taken = await sql<{ slug: string }>`
       select slug from ${sql.table(TABLE[scope])} where slug = any(${candidates}::text[])`.execute(trx);
     const takenSet = new Set(taken.rows.map((r) => r.slug));
-    if (alsoTaken) for (const slug of await alsoTaken(trx, candidates)) takenSet.add(slug);
+    if (alsoTaken) for (const slug of alsoTaken(candidates)) takenSet.add(slug);
     for (const slug of out) if (slug !== undefined) takenSet.add(slug);
     const retry: number[] = [];
     todo.forEach((i, k) => {
@@ -156,10 +153,10 @@ export async function recordNewSlugs(
  * What the lock no longer covers: a clash-numbered label (`acme-2`) equal to another name's plain
  * slug, reserved by two allocators before either records it. `alsoTaken` closes that within one
  * caller: it names the labels the caller reserved and has not recorded yet (the register merge: the
- * labels its chunks in flight hold), which allocateSlugs then skips. This matters because the register merge
- * writes chunks side by side and commits them in key order: had an earlier chunk been handed a label
- * a later, uncommitted chunk already wrote, its insert would wait for the later chunk's commit, which
- * waits for the earlier chunk: a wait Postgres cannot see as a deadlock. Between different callers
+ * labels its chunks in flight hold), which allocateSlugs then skips. This matters because the
+ * register merge writes chunks side by side and commits them in key order: had an earlier chunk been
+ * handed a label a later, uncommitted chunk already wrote, its insert would wait for the later
+ * chunk's commit, which waits for the earlier chunk, a wait Postgres cannot see. Between different callers
  * (another feed's new Orgs) the Orgs' unique `public_slug` (and the labels table's key) refuse the
  * second insert once the first commits, and the caller retries with a fresh reservation
  * (registrar.loader.ts, MergeRaceError). `keep` stores the labels in the same transaction, so the

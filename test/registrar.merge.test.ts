@@ -162,89 +162,66 @@ describe('register merge in lanes', () => {
 });
 
 describe('register labels reserved by chunks in flight', () => {
+  /** An Org that already holds `slug` as its label (and in the labels table). */
+  async function holding(slug: string, name: string) {
+    const { rows } = await sql<{ id: number }>`
+      insert into orgs (domain_cc, public_slug, name, content_hash)
+      values ('gb', ${slug}, ${name}, 'x') returning id`.execute(t.db);
+    await sql`insert into org_public_domains (slug, org_id) values (${slug}, ${rows[0]!.id})`.execute(t.db);
+  }
+  /** One company's label, as a chunk of run `runId` that holds `held` would plan it. */
+  async function labelOf(
+    runId: number,
+    number: string,
+    base: string,
+    kept: string | null,
+    held: string[] = [],
+  ) {
+    const [label] = await labelsFor(t.db, runId, [{ number, base, kept }], held);
+    return label;
+  }
+
   it('never hands out a label another chunk of the run reserved and has not written yet', async () => {
     await clear(t.db);
     const runId = 910_000;
     await createStage(t.db, runId);
     await indexStage(t.db, runId);
+    await createStage(t.db, runId + 1);
+    await indexStage(t.db, runId + 1);
     try {
       // 'foo-ltd' is held: the next company called FOO LTD would get 'foo-ltd-2' ...
-      const { rows } = await sql<{ id: number }>`
-        insert into orgs (domain_cc, public_slug, name, content_hash)
-        values ('gb', 'foo-ltd', 'FOO LTD', 'x') returning id`.execute(t.db);
-      await sql`insert into org_public_domains (slug, org_id) values ('foo-ltd', ${rows[0]!.id})`.execute(
-        t.db,
-      );
+      await holding('foo-ltd', 'FOO LTD');
       // ... but a later chunk, planned first, reserved 'foo-ltd-2' as the plain label of FOO LTD 2 and
       // is writing it (uncommitted: invisible to the labels table). Had the earlier chunk been given it
       // too, its insert would wait for the later chunk, which waits for the earlier one's commit.
       const laterHeld: string[] = [];
-      const [later] = await labelsFor(
-        t.db,
-        runId,
-        [{ number: '00000002', base: 'foo-ltd-2', kept: null }],
-        laterHeld,
-      );
-      expect(later).toBe('foo-ltd-2');
+      expect(await labelOf(runId, '00000002', 'foo-ltd-2', null, laterHeld)).toBe('foo-ltd-2');
       expect(laterHeld).toEqual(['foo-ltd-2']);
       const earlierHeld: string[] = [];
-      const [earlier] = await labelsFor(
-        t.db,
-        runId,
-        [{ number: '00000001', base: 'foo-ltd', kept: null }],
-        earlierHeld,
-      );
-      expect(earlier).toBe('foo-ltd-3');
+      expect(await labelOf(runId, '00000001', 'foo-ltd', null, earlierHeld)).toBe('foo-ltd-3');
       // A retried chunk keeps its label from the earlier attempt, unless a chunk in flight holds it.
       const retryHeld: string[] = [];
-      const [retried] = await labelsFor(
-        t.db,
-        runId,
-        [{ number: '00000009', base: 'foo-ltd', kept: 'foo-ltd-3' }],
-        retryHeld,
-      );
-      expect(retried).toBe('foo-ltd-4');
+      expect(await labelOf(runId, '00000009', 'foo-ltd', 'foo-ltd-3', retryHeld)).toBe('foo-ltd-4');
       // Once the chunks settle, the labels are the tables' business again: nothing holds 'foo-ltd-2'.
-      releaseLabels(runId, laterHeld);
-      releaseLabels(runId, earlierHeld);
-      releaseLabels(runId, retryHeld);
-      const [again] = await labelsFor(
-        t.db,
-        runId,
-        [{ number: '00000002', base: 'foo-ltd-2', kept: 'foo-ltd-2' }],
-        [],
-      );
-      expect(again).toBe('foo-ltd-2');
-      // Two chunks planned side by side: one keeps 'bar-ltd-2' from an earlier attempt while the other
-      // reserves afresh for a second BAR LTD, whose next label is 'bar-ltd-2'. Never both.
-      const { rows: bar } = await sql<{ id: number }>`
-        insert into orgs (domain_cc, public_slug, name, content_hash)
-        values ('gb', 'bar-ltd', 'BAR LTD', 'x') returning id`.execute(t.db);
-      await sql`insert into org_public_domains (slug, org_id) values ('bar-ltd', ${bar[0]!.id})`.execute(
-        t.db,
-      );
+      for (const held of [laterHeld, earlierHeld, retryHeld]) releaseLabels(runId, held);
+      expect(await labelOf(runId, '00000002', 'foo-ltd-2', 'foo-ltd-2')).toBe('foo-ltd-2');
+      // Two chunks planned side by side: one keeps 'bar-ltd-N' from an earlier attempt while the other
+      // reserves afresh for another BAR LTD, whose next label is that one. Never both.
+      await holding('bar-ltd', 'BAR LTD');
       for (let round = 0; round < 5; round++) {
         const a: string[] = [];
         const b: string[] = [];
         const kept = `bar-ltd-${round + 2}`;
-        const [[first], [second]] = await Promise.all([
-          labelsFor(t.db, runId, [{ number: `0000010${round}`, base: `bar-ltd-${round + 2}`, kept }], a),
-          labelsFor(t.db, runId, [{ number: `0000020${round}`, base: 'bar-ltd', kept: null }], b),
+        const [first, second] = await Promise.all([
+          labelOf(runId, `0000010${round}`, kept, kept, a),
+          labelOf(runId, `0000020${round}`, 'bar-ltd', null, b),
         ]);
         expect(first).not.toBe(second);
         releaseLabels(runId, a);
         releaseLabels(runId, b);
       }
       // Another run's chunks are not this run's.
-      await createStage(t.db, runId + 1);
-      await indexStage(t.db, runId + 1);
-      const [other] = await labelsFor(
-        t.db,
-        runId + 1,
-        [{ number: '00000003', base: 'foo-ltd-5', kept: null }],
-        [],
-      );
-      expect(other).toBe('foo-ltd-5');
+      expect(await labelOf(runId + 1, '00000003', 'foo-ltd-5', null)).toBe('foo-ltd-5');
     } finally {
       releaseLabels(runId, ['foo-ltd-2']);
       releaseLabels(runId + 1, ['foo-ltd-5']);

@@ -152,7 +152,7 @@ export async function labelsFor(
     // Labels other chunks of this run hold and may be writing right now are taken; the other
     // candidates are claimed at once (a candidate the tables show as taken is claimed for nothing,
     // which costs only a set entry until the chunk settles).
-    async (_trx, candidates) => claim(candidates),
+    claim,
   );
   todo.forEach(({ i }, k) => {
     out[i] = fresh[k]!;
