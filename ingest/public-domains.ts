@@ -2,13 +2,22 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
 import { slugWithClash } from '../shared/domains.js';
-import { copyInto, copyLine } from '../shared/pg-copy.js';
 import { bulkRows } from './bulk-rows.js';
 
 export type SlugScope = 'org' | 'location';
 
+/**
+ * Where a scope's labels live: the current one is the record's `public_slug` (RECORDS), the ones it
+ * held before a rename stay in the labels table (TABLE) as aliases (migration 0022).
+ */
 const TABLE = { org: 'org_public_domains', location: 'location_public_domains' } as const;
 const OWNER = { org: 'org_id', location: 'location_id' } as const;
+const RECORDS = { org: 'orgs', location: 'locations' } as const;
+
+/** The labels records of `scope` hold, current and former, as `(slug, owner)`. */
+const heldLabels = (scope: SlugScope) => sql`(
+  select slug, ${sql.ref(OWNER[scope])} as owner from ${sql.table(TABLE[scope])}
+  union all select public_slug, id from ${sql.table(RECORDS[scope])})`;
 
 /**
  * Labels handed out but not recorded yet, among `candidates` (see reserveSlugs): allocateSlugs treats
@@ -25,9 +34,10 @@ export interface SlugRequest {
 
 /**
  * Hands out public domain labels for a batch: `base`, then `base-2`, `base-3`, ... A label is never
- * handed out twice, because old labels stay in the domains table as aliases. A transaction-level
- * advisory lock serialises allocators of one scope, so two imports at once cannot pick the same label;
- * it is held until the caller's transaction ends, which must also record the labels (recordSlugs).
+ * handed out twice: current labels are the records' `public_slug`, and a renamed record's former
+ * labels stay in the labels table as aliases (keepFormerSlugs). A transaction-level advisory lock
+ * serialises allocators of one scope, so two imports at once cannot pick the same label; it is held
+ * until the caller's transaction ends, which must also write the labels (as `public_slug`).
  */
 export async function allocateSlugs(
   trx: Transaction<Database>,
@@ -44,8 +54,7 @@ export async function allocateSlugs(
   const pending: number[] = [];
   if (owners.length > 0) {
     const held = await sql<{ slug: string; owner: number }>`
-      select slug, ${sql.ref(OWNER[scope])} as owner from ${sql.table(TABLE[scope])}
-      where ${sql.ref(OWNER[scope])} = any(${owners}::bigint[])`.execute(trx);
+      select slug, owner from ${heldLabels(scope)} h where owner = any(${owners}::bigint[])`.execute(trx);
     const byOwner = new Map<number, string[]>();
     for (const row of held.rows) byOwner.set(row.owner, [...(byOwner.get(row.owner) ?? []), row.slug]);
     requests.forEach((r, i) => {
@@ -94,7 +103,7 @@ export async function allocateSlugs(
     });
     // A clash-numbered label can equal another name's plain slug (`acme-2`): skip labels already held.
     const taken = await sql<{ slug: string }>`
-      select slug from ${sql.table(TABLE[scope])} where slug = any(${candidates}::text[])`.execute(trx);
+      select slug from ${heldLabels(scope)} h where slug = any(${candidates}::text[])`.execute(trx);
     const takenSet = new Set(taken.rows.map((r) => r.slug));
     if (alsoTaken) for (const slug of alsoTaken(candidates)) takenSet.add(slug);
     for (const slug of out) if (slug !== undefined) takenSet.add(slug);
@@ -113,35 +122,25 @@ export async function allocateSlugs(
   return out;
 }
 
-/** Records labels handed out by allocateSlugs (in the same transaction); existing ones are kept. */
-export async function recordSlugs(
+/**
+ * Keeps the current labels of records about to be given new ones as their aliases (in the same
+ * transaction, before the rename writes the new `public_slug`): a former label keeps answering for
+ * its record and is never handed out again. A record whose label does not change is left alone, and
+ * a label kept already (held before, then given back) stays as it is.
+ */
+export async function keepFormerSlugs(
   trx: Transaction<Database>,
   scope: SlugScope,
-  rows: readonly { slug: string; ownerId: number }[],
+  renames: readonly { ownerId: number; slug: string }[],
 ): Promise<void> {
-  if (rows.length === 0) return;
+  if (renames.length === 0) return;
   await sql`
     insert into ${sql.table(TABLE[scope])} (slug, ${sql.ref(OWNER[scope])})
-    select * from unnest(${rows.map((r) => r.slug)}::text[], ${rows.map((r) => r.ownerId)}::bigint[])
+    select r.public_slug, r.id
+    from unnest(${renames.map((x) => x.ownerId)}::bigint[], ${renames.map((x) => x.slug)}::text[]) as v(id, slug)
+    join ${sql.table(RECORDS[scope])} r on r.id = v.id
+    where r.public_slug <> v.slug
     on conflict (slug) do nothing`.execute(trx);
-}
-
-/**
- * Records labels that allocateSlugs just handed out to new records: none can be in the table yet
- * (allocateSlugs checked, under its lock), so they go in through COPY, at about half the cost of the
- * conflict-checking insert above for a large batch.
- */
-export async function recordNewSlugs(
-  trx: Transaction<Database>,
-  scope: SlugScope,
-  rows: readonly { slug: string; ownerId: number }[],
-): Promise<void> {
-  await copyInto(
-    trx,
-    TABLE[scope],
-    ['slug', OWNER[scope]],
-    rows.map((r) => copyLine([r.slug, r.ownerId])),
-  );
 }
 
 /**
@@ -157,7 +156,7 @@ export async function recordNewSlugs(
  * register merge writes chunks side by side and commits them in key order: had an earlier chunk been
  * handed a label a later, uncommitted chunk already wrote, its insert would wait for the later
  * chunk's commit, which waits for the earlier chunk, a wait Postgres cannot see. Between different callers
- * (another feed's new Orgs) the Orgs' unique `public_slug` (and the labels table's key) refuse the
+ * (another feed's new Orgs) the Orgs' unique `public_slug` (and the label-owner checks of 0022) refuse the
  * second insert once the first commits, and the caller retries with a fresh reservation
  * (registrar.loader.ts, MergeRaceError). `keep` stores the labels in the same transaction, so the
  * caller can give the same labels again when its write rolls back and is retried.

@@ -68,7 +68,7 @@ const holdersNow = (slug: OneOrMany) =>
     .select(['orgs.id as org_id', 'orgs.public_slug as key'])
     .where(matches('orgs.public_slug', slug));
 
-/** The Orgs that held public label `slug` (the current one is recorded there too), as `(org_id, key)`. */
+/** The Orgs that held public label `slug` before a rename (former labels, migration 0022), as `(org_id, key)`. */
 const holdersBefore = (slug: OneOrMany) =>
   qb
     .selectFrom('org_public_domains')

@@ -44,7 +44,8 @@ async function snapshot(db: TestDb['db'], runId: number): Promise<Snapshot> {
   const { rows } = await sql`
     select o.name, l.code, l.public_slug, l.version_number, l.is_default, l.closed_date, a.city,
       rank() over (order by l.id) as id_order,
-      (select array_agg(d.slug order by d.slug) from location_public_domains d where d.location_id = l.id) as labels
+      (select array_agg(s.slug order by s.slug) from (select d.slug from location_public_domains d
+        where d.location_id = l.id union select l.public_slug) s) as labels
     from locations l join orgs o on o.id = l.org_id join addresses a on a.id = l.address_id
     order by o.name, l.code`.execute(db);
   const counters =

@@ -73,6 +73,65 @@ async function migrateUnderOldNames(url: string, upTo: string): Promise<void> {
 }
 
 describe('migrations', () => {
+  it('0022 leaves in the labels tables only the labels held before (the current ones stay in public_slug)', async () => {
+    const name = newDatabaseName();
+    const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
+    await admin.connect();
+    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+    await admin.end();
+    const { db, close } = createDb(databaseUrlFor(name), { max: 1 });
+    try {
+      const migrator = new Migrator({
+        db,
+        provider: {
+          async getMigrations() {
+            const all: Record<string, Migration> = {};
+            for (const name of current) {
+              all[name] = (await import(path.join(MIGRATIONS_DIR, `${name}.ts`))) as Migration;
+            }
+            return all;
+          },
+        },
+      });
+      expect((await migrator.migrateTo('0021_location_checks_planned_per_statement')).error).toBeUndefined();
+      // As 0021 left an installation: every current label in the labels table too, beside former ones.
+      await sql`
+        with o as (insert into orgs (domain_cc, public_slug, name, content_hash)
+                   values ('gb', 'quay-light', 'QUAY LIGHT', 'x'), ('gb', 'acme', 'ACME', 'x') returning id, public_slug),
+        l as (insert into locations (domain_cc, public_slug, org_id, code, content_hash)
+              select 'gb', public_slug || '-whitby', id, 'W1', 'x' from o where public_slug = 'acme'
+              returning id, public_slug)
+        insert into org_public_domains (slug, org_id)
+        select public_slug, id from o union all select 'harbour-light', id from o where public_slug = 'quay-light'`.execute(
+        db,
+      );
+      await sql`insert into location_public_domains (slug, location_id)
+        select public_slug, id from locations union all select 'acme-old-whitby', id from locations`.execute(
+        db,
+      );
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+      const { rows } = await sql<{ slug: string }>`
+        select slug from org_public_domains union all select slug from location_public_domains order by 1`.execute(
+        db,
+      );
+      expect(rows.map((r) => r.slug)).toEqual(['acme-old-whitby', 'harbour-light']);
+      const { rows: now } = await sql<{ slug: string }>`
+        select public_slug as slug from orgs union all select public_slug from locations order by 1`.execute(
+        db,
+      );
+      expect(now.map((r) => r.slug)).toEqual(['acme', 'acme-whitby', 'quay-light']);
+      // Down again: every current label is back in its labels table.
+      expect((await migrator.migrateTo('0021_location_checks_planned_per_statement')).error).toBeUndefined();
+      const { rows: back } = await sql<{ n: number }>`
+        select (select count(*) from org_public_domains)::int + (select count(*) from location_public_domains)::int as n`.execute(
+        db,
+      );
+      expect(back[0]!.n).toBe(5);
+    } finally {
+      await close();
+    }
+  });
+
   it('have one number each', () => {
     const numbers = current.map((name) => name.slice(0, 4));
     expect(new Set(numbers).size).toBe(numbers.length);

@@ -143,12 +143,29 @@ describe('register merge in lanes', () => {
       'race.csv',
       registrarCsv(Array.from({ length: 9 }, (_, i) => registrarFields(num(i + 1), `HARBOUR ${i} LTD`))),
     );
-    // Another import's new Org holds 'harbour-4-ltd' as its label, not yet in the labels table (what a
-    // concurrent allocator's uncommitted insert looks like to the taken check).
-    await sql`
-      insert into orgs (domain_cc, public_slug, name, content_hash)
-      values ('gb', 'harbour-4-ltd', 'HARBOUR 4 (ELSEWHERE)', 'x')`.execute(t.db);
-    const done = await (await run(t.db, source, { mergeLanes: 2, mergeChunk: 3 })).done();
+    // Another writer's new Org takes 'harbour-4-ltd' in a transaction it has not committed when the
+    // import reserves its labels: the taken check cannot see it, the import's insert waits on it, and
+    // fails once it commits. The other writer commits as soon as an import insert waits on it.
+    const other = await t.db.connection().execute(async (conn) => {
+      await sql`begin`.execute(conn);
+      await sql`
+        insert into orgs (domain_cc, public_slug, name, content_hash)
+        values ('gb', 'harbour-4-ltd', 'HARBOUR 4 (ELSEWHERE)', 'x')`.execute(conn);
+      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
+      const importing = (await run(t.db, source, { mergeLanes: 2, mergeChunk: 3 })).done();
+      let waited = false;
+      for (let i = 0; i < 600 && !waited; i++) {
+        const { rows: waiting } = await sql<{ n: number }>`
+          select count(*)::int as n from pg_stat_activity
+          where ${rows[0]!.pid}::int = any(pg_blocking_pids(pid))`.execute(t.db);
+        waited = waiting[0]!.n > 0;
+        if (!waited) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await sql`commit`.execute(conn);
+      return { importing, waited };
+    });
+    expect(other.waited).toBe(true);
+    const done = await other.importing;
     expect(done).toMatchObject({ status: 'succeeded', inserted: 9, updated: 0, unchanged: 0 });
     const state = await registerState(t.db);
     expect(state.find((o) => o.registration_number === num(5))).toMatchObject({
@@ -162,12 +179,11 @@ describe('register merge in lanes', () => {
 });
 
 describe('register labels reserved by chunks in flight', () => {
-  /** An Org that already holds `slug` as its label (and in the labels table). */
+  /** An Org that already holds `slug` as its label (its public_slug). */
   async function holding(slug: string, name: string) {
-    const { rows } = await sql<{ id: number }>`
+    await sql`
       insert into orgs (domain_cc, public_slug, name, content_hash)
-      values ('gb', ${slug}, ${name}, 'x') returning id`.execute(t.db);
-    await sql`insert into org_public_domains (slug, org_id) values (${slug}, ${rows[0]!.id})`.execute(t.db);
+      values ('gb', ${slug}, ${name}, 'x')`.execute(t.db);
   }
   /** One company's label, as a chunk of run `runId` that holds `held` would plan it. */
   async function labelOf(

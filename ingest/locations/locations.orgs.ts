@@ -3,7 +3,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { parseDomain, slugify } from '../../shared/domains.js';
 import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.js';
-import { allocateSlugs, recordSlugs } from '../public-domains.js';
+import { allocateSlugs } from '../public-domains.js';
 import type { OrgRef } from './locations.normalize.js';
 
 /**
@@ -91,11 +91,6 @@ async function createByName(trx: Transaction<Database>, wanted: NameKey[]): Prom
     from unnest(${wanted.map((w) => w.cc)}::text[], ${slugs}::text[], ${wanted.map((w) => w.name)}::text[], ${hashes}::text[])
       as v(cc, slug, name, hash)
     returning id, name, informal_name, domain_cc, public_slug`.execute(trx);
-  await recordSlugs(
-    trx,
-    'org',
-    rows.map((r) => ({ slug: r.public_slug, ownerId: r.id })),
-  );
   const keyBySlug = new Map(slugs.map((slug, i) => [slug, wanted[i]!.key]));
   return rows.map(({ public_slug, ...org }) => ({ ...org, key: keyBySlug.get(public_slug)! }));
 }

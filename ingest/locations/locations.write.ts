@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { slugify } from '../../shared/domains.js';
-import { recordNewSlugs, recordSlugs, type SlugRequest } from '../public-domains.js';
+import { keepFormerSlugs, type SlugRequest } from '../public-domains.js';
 import type { ExistingLocation, Loaded, MergedAhead, MergedRow, Pending } from './locations.match.js';
 import type { LocationRow } from './locations.normalize.js';
 import type { OrgInfo } from './locations.orgs.js';
@@ -293,11 +293,6 @@ export async function writeInserts(trx: Trx, inserts: readonly Insert[], runId: 
     inserts.map((x) => x.loc),
     runId,
   );
-  await recordNewSlugs(
-    trx,
-    'location',
-    inserts.map((x) => ({ slug: x.loc.public_slug, ownerId: x.loc.id })),
-  );
 }
 
 /** Changed Locations (and their Addresses), and the labels of the renamed ones (assignKeys). */
@@ -318,14 +313,15 @@ export async function writeUpdates(
       .filter((u) => u.addressChanged && u.e.address_id !== null)
       .map((u) => ({ ...u.addr, bump: u.loc.bump })),
   );
+  // A renamed Location's label so far stays its alias.
+  await keepFormerSlugs(
+    trx,
+    'location',
+    renamed.map(({ u }) => ({ ownerId: u.e.id, slug: u.loc.public_slug })),
+  );
   await updateLocations(
     trx,
     updates.map((u) => u.loc),
     runId,
-  );
-  await recordSlugs(
-    trx,
-    'location',
-    renamed.map(({ u }) => ({ slug: u.loc.public_slug, ownerId: u.e.id })),
   );
 }

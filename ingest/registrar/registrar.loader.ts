@@ -4,7 +4,7 @@ import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
-import { recordSlugs, reserveSlugs } from '../public-domains.js';
+import { keepFormerSlugs, reserveSlugs } from '../public-domains.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 import {
   keepLabels,
@@ -70,7 +70,11 @@ export function releaseLabels(runId: number, held: readonly string[]): void {
 }
 
 /** Label races (see reserveSlugs): the chunk rolls back and is merged again with fresh labels. */
-const LABEL_KEYS = new Set(['orgs_public_slug_key', 'org_public_domains_pkey']);
+const LABEL_KEYS = new Set([
+  'orgs_public_slug_key',
+  'org_public_domains_pkey',
+  'org_public_domains_one_owner',
+]);
 function labelRace(error: unknown): never {
   const e = error as { code?: string; constraint?: string };
   if (e.code === '23505' && e.constraint !== undefined && LABEL_KEYS.has(e.constraint))
@@ -238,8 +242,8 @@ async function insertOrgs(
 ) {
   if (rows.length === 0) return [];
   const cc = ctx.country.toLowerCase();
-  // One statement for the addresses, the Orgs and their public domain labels: a new company costs no
-  // extra round trip. The address ids are drawn in `v` (materialized once) so each Org points at its
+  // One statement for the addresses and the Orgs (a new Org's label is its public_slug, nothing more):
+  // a new company costs no extra round trip. The address ids are drawn in `v` (materialized once) so each Org points at its
   // own address. The labels were checked free when reserved, so they go in with a plain insert (no
   // ON CONFLICT); a label taken meanwhile fails the statement (a MergeRaceError, merged again).
   // Each winner's place in the stage and its label side by side (one unnest): joining the labels on
@@ -264,9 +268,7 @@ async function insertOrgs(
       select ${cc}, label, name, informal_name, sic_code, ${ctx.country}, number, registration_date, address_id,
         company_status, company_category, org_hash, ${ctx.runId}::bigint, fingerprint
       from v
-      returning id, public_slug
-    ), d as (
-      insert into org_public_domains (slug, org_id) select public_slug, id from o
+      returning id
     )
     select id from o`
     .execute(trx)
@@ -342,6 +344,12 @@ async function updateOrgs(
     bump,
     fingerprint: r.fingerprint ?? null,
   }));
+  // A renamed Org's label so far stays its alias.
+  await keepFormerSlugs(
+    trx,
+    'org',
+    renamed.map((c) => ({ ownerId: c.existing.id, slug: slugOf.get(c.existing.id)! })),
+  );
   const v = bulkRows('v', ORG_CHANGE_ROW, rows);
   await trx
     .updateTable('orgs as o')
@@ -365,11 +373,6 @@ async function updateOrgs(
     .whereRef('o.id', '=', 'v.id')
     .execute()
     .catch(labelRace);
-  await recordSlugs(
-    trx,
-    'org',
-    renamed.map((c) => ({ slug: slugOf.get(c.existing.id)!, ownerId: c.existing.id })),
-  );
 }
 
 async function updateAddresses(trx: Transaction<Database>, changes: readonly OrgChange[]) {

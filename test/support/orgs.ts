@@ -13,7 +13,7 @@ let counter = 0;
 
 /**
  * Inserts Orgs straight into the real schema (search tests need names, not feeds); each gets a
- * unique public label recorded in org_public_domains as the importer does.
+ * unique public label, its `public_slug` (as the importers do: the labels table holds former labels).
  */
 export async function insertOrgs(
   db: Db,
@@ -33,20 +33,21 @@ export async function insertOrgs(
       })
       .returning(['id', 'uid'])
       .executeTakeFirstOrThrow();
-    await db.insertInto('org_public_domains').values({ slug, org_id: row.id }).execute();
     out.push({ id: row.id, uid: row.uid, slug, name: org.name });
   }
   return out;
 }
 
-/** A rename as the importer does it: new name, version + 1, new `updated`, new public label kept with the old. */
+/** A rename as the importer does it: new name, version + 1, new `updated`, the old label kept as an alias. */
 export async function renameOrg(db: Db, id: number, name: string): Promise<string> {
   const slug = `${slugify(name)}-r${++counter}`;
+  await sql`insert into org_public_domains (slug, org_id) select public_slug, id from orgs where id = ${id}`.execute(
+    db,
+  );
   await db
     .updateTable('orgs')
     .set({ name, public_slug: slug, version_number: sql`version_number + 1`, updated: sql`now()` })
     .where('id', '=', id)
     .execute();
-  await db.insertInto('org_public_domains').values({ slug, org_id: id }).execute();
   return slug;
 }
