@@ -14,8 +14,8 @@ const TABLE = { org: 'org_public_domains', location: 'location_public_domains' }
 const OWNER = { org: 'org_id', location: 'location_id' } as const;
 const RECORDS = { org: 'orgs', location: 'locations' } as const;
 
-/** The labels records of `scope` hold, current and former, as `(slug, owner)`. */
-const heldLabels = (scope: SlugScope) => sql`(
+/** The labels records of `scope` hold, current and former, as a subquery of `(slug, owner)`. */
+export const heldLabels = (scope: SlugScope) => sql`(
   select slug, ${sql.ref(OWNER[scope])} as owner from ${sql.table(TABLE[scope])}
   union all select public_slug, id from ${sql.table(RECORDS[scope])})`;
 

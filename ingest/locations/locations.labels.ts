@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/database.js';
 import { slugWithClash } from '../../shared/domains.js';
-import type { SlugRequest } from '../public-domains.js';
+import { heldLabels, type SlugRequest } from '../public-domains.js';
 
 /**
  * Public Location labels for a run whose batches are written two at a time (LocationsLoader): the
@@ -114,8 +114,9 @@ export class LabelBatch {
     const pending: number[] = [];
     if (owners.length === 0) return requests.map((_, i) => i);
     const held = await sql<{ slug: string; owner: number }>`
-      select slug, location_id as owner from location_public_domains where location_id = any(${owners}::bigint[])
-      union all select public_slug, id from locations where id = any(${owners}::bigint[])`.execute(trx);
+      select slug, owner from ${heldLabels('location')} h where owner = any(${owners}::bigint[])`.execute(
+      trx,
+    );
     const byOwner = new Map<number, string[]>();
     for (const row of held.rows) byOwner.set(row.owner, [...(byOwner.get(row.owner) ?? []), row.slug]);
     requests.forEach((r, i) => {
@@ -147,10 +148,7 @@ export class LabelBatch {
   private async taken(trx: Trx, candidates: readonly string[]): Promise<Set<string>> {
     const held = this.run.heldInMemory(candidates);
     const { rows } = await sql<{ slug: string }>`
-      select slug from location_public_domains where slug = any(${candidates}::text[])
-      union all select public_slug from locations where public_slug = any(${candidates}::text[])`.execute(
-      trx,
-    );
+      select slug from ${heldLabels('location')} h where slug = any(${candidates}::text[])`.execute(trx);
     for (const r of rows) held.add(r.slug);
     return held;
   }
