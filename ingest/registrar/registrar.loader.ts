@@ -4,7 +4,7 @@ import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
-import { keepFormerSlugs, reserveSlugs } from '../public-domains.js';
+import { heldLabels, keepFormerSlugs, reserveSlugs } from '../public-domains.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 import {
   keepLabels,
@@ -70,11 +70,7 @@ export function releaseLabels(runId: number, held: readonly string[]): void {
 }
 
 /** Label races (see reserveSlugs): the chunk rolls back and is merged again with fresh labels. */
-const LABEL_KEYS = new Set([
-  'orgs_public_slug_key',
-  'org_public_domains_pkey',
-  'org_public_domains_one_owner',
-]);
+const LABEL_KEYS = new Set(['orgs_public_slug_key', 'org_public_domains_one_owner']);
 function labelRace(error: unknown): never {
   const e = error as { code?: string; constraint?: string };
   if (e.code === '23505' && e.constraint !== undefined && LABEL_KEYS.has(e.constraint))
@@ -130,9 +126,7 @@ export async function labelsFor(
   if (kept.length > 0) {
     const { rows } = await sql<{ slug: string; owner: number }>`
       select k.slug, h.owner from unnest(${kept}::text[]) as k(slug)
-      cross join lateral (
-        select org_id as owner from org_public_domains where slug = k.slug
-        union all select id from orgs where public_slug = k.slug) h`.execute(db);
+      cross join lateral (select owner from ${heldLabels('org')} h where h.slug = k.slug) h`.execute(db);
     const holders = new Map<string, Set<number>>();
     for (const r of rows) holders.set(r.slug, (holders.get(r.slug) ?? new Set()).add(Number(r.owner)));
     requests.forEach((r, i) => {
@@ -242,9 +236,9 @@ async function insertOrgs(
 ) {
   if (rows.length === 0) return [];
   const cc = ctx.country.toLowerCase();
-  // One statement for the addresses and the Orgs (a new Org's label is its public_slug, nothing more):
-  // a new company costs no extra round trip. The address ids are drawn in `v` (materialized once) so each Org points at its
-  // own address. The labels were checked free when reserved, so they go in with a plain insert (no
+  // One statement for the addresses and the Orgs (a new Org's label is its public_slug, nothing
+  // more): a new company costs no extra round trip. The address ids are drawn in `v` (materialized
+  // once) so each Org points at its own address. The labels were checked free when reserved, so they go in with a plain insert (no
   // ON CONFLICT); a label taken meanwhile fails the statement (a MergeRaceError, merged again).
   // Each winner's place in the stage and its label side by side (one unnest): joining the labels on
   // the company number was a hash join over the wide staged rows (about 50 ms a chunk).
