@@ -42,30 +42,38 @@ async function recordedNames(url: string): Promise<string[]> {
   }
 }
 
+async function createDatabase(url: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${pg.escapeIdentifier(new URL(url).pathname.slice(1))}`);
+  await admin.end();
+}
+
+/** Kysely's Migrator over the migration files, each recorded under `nameOf` its current name. */
+function migratorOf(db: ReturnType<typeof createDb>['db'], nameOf: (name: string) => string = (n) => n) {
+  return new Migrator({
+    db,
+    provider: {
+      async getMigrations() {
+        const all: Record<string, Migration> = {};
+        for (const name of current) {
+          all[nameOf(name)] = (await import(path.join(MIGRATIONS_DIR, `${name}.ts`))) as Migration;
+        }
+        return all;
+      },
+    },
+  });
+}
+
 /**
  * Sets a database up as an installation from before the renumbering did: the same migration files,
  * recorded under their old names, run by Kysely's Migrator up to and including `upTo` (an old name).
  */
 async function migrateUnderOldNames(url: string, upTo: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database ${pg.escapeIdentifier(new URL(url).pathname.slice(1))}`);
-  await admin.end();
+  await createDatabase(url);
   const { db, close } = createDb(url, { max: 1 });
   try {
-    const migrator = new Migrator({
-      db,
-      provider: {
-        async getMigrations() {
-          const all: Record<string, Migration> = {};
-          for (const name of current) {
-            all[oldNameOf(name)] = (await import(path.join(MIGRATIONS_DIR, `${name}.ts`))) as Migration;
-          }
-          return all;
-        },
-      },
-    });
-    const result = await migrator.migrateTo(upTo);
+    const result = await migratorOf(db, oldNameOf).migrateTo(upTo);
     expect(result.error).toBeUndefined();
   } finally {
     await close();
@@ -74,25 +82,11 @@ async function migrateUnderOldNames(url: string, upTo: string): Promise<void> {
 
 describe('migrations', () => {
   it('0022 leaves in the labels tables only the labels held before (the current ones stay in public_slug)', async () => {
-    const name = newDatabaseName();
-    const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
-    await admin.connect();
-    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
-    await admin.end();
-    const { db, close } = createDb(databaseUrlFor(name), { max: 1 });
+    const url = databaseUrlFor(newDatabaseName());
+    await createDatabase(url);
+    const { db, close } = createDb(url, { max: 1 });
     try {
-      const migrator = new Migrator({
-        db,
-        provider: {
-          async getMigrations() {
-            const all: Record<string, Migration> = {};
-            for (const name of current) {
-              all[name] = (await import(path.join(MIGRATIONS_DIR, `${name}.ts`))) as Migration;
-            }
-            return all;
-          },
-        },
-      });
+      const migrator = migratorOf(db);
       expect((await migrator.migrateTo('0021_location_checks_planned_per_statement')).error).toBeUndefined();
       // As 0021 left an installation: every current label in the labels table too, beside former ones.
       await sql`

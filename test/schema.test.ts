@@ -21,6 +21,15 @@ async function insertOrg(name: string, slug: string): Promise<number> {
   return row.id;
 }
 
+async function insertAddress(): Promise<number> {
+  const row = await t.db
+    .insertInto('addresses')
+    .values({ domain_cc: 'gb', content_hash: 'a' })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
 describe('schema', () => {
   it('gives every record a short, lower-case, unique stable id that never changes', async () => {
     const id = await insertOrg('A LTD', 'a-ltd');
@@ -139,11 +148,7 @@ describe('schema', () => {
 
   it('refuses references to a missing Address or Org, and deletes that would leave one (migration 0016)', async () => {
     const refused = { code: '23503' };
-    const { id: addressId } = await t.db
-      .insertInto('addresses')
-      .values({ domain_cc: 'gb', content_hash: 'a' })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const addressId = await insertAddress();
     const missing = 9_000_000_000;
     // An Org naming a missing Address, alone or among good rows, by insert or by update.
     await expect(
@@ -191,11 +196,7 @@ describe('schema', () => {
   it('refuses Locations and Location labels that name a missing Org, Address or Location, and deletes that would leave one (migration 0021)', async () => {
     const refused = { code: '23503' };
     const org = await insertOrg('LOC FK LTD', 'loc-fk-ltd');
-    const { id: addressId } = await t.db
-      .insertInto('addresses')
-      .values({ domain_cc: 'gb', content_hash: 'a' })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const addressId = await insertAddress();
     const missing = 9_000_000_000;
     const location = (code: string, orgId: number, address: number | null) =>
       sql`(${'gb'}, ${`loc-fk-${code}`}, ${orgId}::bigint, ${code}, ${address}::bigint, 'x')`;

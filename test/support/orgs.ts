@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { keepFormerSlugs } from '../../ingest/public-domains.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
 
@@ -41,13 +42,13 @@ export async function insertOrgs(
 /** A rename as the importer does it: new name, version + 1, new `updated`, the old label kept as an alias. */
 export async function renameOrg(db: Db, id: number, name: string): Promise<string> {
   const slug = `${slugify(name)}-r${++counter}`;
-  await sql`insert into org_public_domains (slug, org_id) select public_slug, id from orgs where id = ${id}`.execute(
-    db,
-  );
-  await db
-    .updateTable('orgs')
-    .set({ name, public_slug: slug, version_number: sql`version_number + 1`, updated: sql`now()` })
-    .where('id', '=', id)
-    .execute();
+  await db.transaction().execute(async (trx) => {
+    await keepFormerSlugs(trx, 'org', [{ ownerId: id, slug }]);
+    await trx
+      .updateTable('orgs')
+      .set({ name, public_slug: slug, version_number: sql`version_number + 1`, updated: sql`now()` })
+      .where('id', '=', id)
+      .execute();
+  });
   return slug;
 }
