@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -213,7 +214,31 @@ async function teardown(env: Env) {
   await admin(`drop database if exists ${env.dbName} with (force)`);
 }
 
-async function importRun(env: Env, sources: string[]): Promise<{ ms: number; run: ImportRun }> {
+/** The machine's CPU time so far (Linux /proc/stat, all cores): busy and total ticks. */
+function machineTicks(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  // idle and iowait are the time the cores had nothing to run.
+  return { busy: total - cpu[3]! - cpu[4]!, total };
+}
+
+/** How busy the machine's cores were between two readings: "1.87 of 2 cores". */
+function coresBusy(from: { busy: number; total: number }, to: { busy: number; total: number }): string {
+  const cores = availableParallelism();
+  const share = (to.busy - from.busy) / Math.max(1, to.total - from.total);
+  return `${(share * cores).toFixed(2)} of ${cores} cores busy`;
+}
+
+async function importRun(
+  env: Env,
+  sources: string[],
+): Promise<{ ms: number; run: ImportRun; cores: string }> {
+  const before = machineTicks();
+  const { ms, run } = await importRunTimed(env, sources);
+  return { ms, run, cores: coresBusy(before, machineTicks()) };
+}
+
+async function importRunTimed(env: Env, sources: string[]): Promise<{ ms: number; run: ImportRun }> {
   const run = await createImportRun(env.db, {
     feed: 'registrar',
     parts: sources.map((source) => ({ source, entry: null })),
@@ -266,12 +291,12 @@ async function main() {
       ['(c) same file again', file],
       ['(d) 10% of rows changed', changed],
     ] as const) {
-      const { ms, run: r } = await importRun(one, [source]);
+      const { ms, run: r, cores } = await importRun(one, [source]);
       const rows = rate(r.rows_read, ms);
       console.log(
         `${label}: ${seconds(ms)} s, ${rows} rows/s = ${ratios(rows)} | ` +
           `${r.inserted} inserted, ${r.updated} updated, ${r.unchanged} unchanged, ${r.rejected} rejected | ` +
-          `worker peak RSS so far ${peakRssMb(worker.pid!)} MB`,
+          `worker peak RSS so far ${peakRssMb(worker.pid!)} MB | ${cores}`,
       );
     }
     peaks.push(peakRssMb(worker.pid!));
@@ -286,14 +311,14 @@ async function main() {
     ] as const) {
       const env = await environment(workers === 1 ? 'e' : 'f', workers);
       try {
-        const { ms, run: r } = await importRun(env, parts);
+        const { ms, run: r, cores } = await importRun(env, parts);
         const rows = rate(r.rows_read, ms);
         if (workers === 1) oneWorker = rows;
         const vsOne = workers === 1 ? '' : `, ${(rows / oneWorker).toFixed(2)} x (e)`;
         const rss = env.workers.map((w) => peakRssMb(w.pid!));
         peaks.push(...rss);
         console.log(
-          `${label}: ${seconds(ms)} s, ${rows} rows/s = ${ratios(rows)}${vsOne} | ${r.inserted} inserted | worker peak RSS ${rss.join(', ')} MB`,
+          `${label}: ${seconds(ms)} s, ${rows} rows/s = ${ratios(rows)}${vsOne} | ${r.inserted} inserted | worker peak RSS ${rss.join(', ')} MB | ${cores}`,
         );
       } finally {
         await teardown(env);
