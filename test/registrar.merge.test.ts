@@ -176,14 +176,46 @@ describe('register merge in lanes', () => {
     const slugs = state.filter((o) => o.registration_number !== null).map((o) => o.public_slug);
     expect(new Set(slugs).size).toBe(9);
   });
+  it('a label written into the database by hand (no allocator counted it) is found at insert: merged again with the next label', async () => {
+    await clear(t.db);
+    // allocateSlugs looks up only the labels an allocator may have handed out before; this one was
+    // not (its base has no counter), so the import's insert meets it on the unique key and the chunk is
+    // merged again (a label race), then with 'harbour-0-ltd-2'.
+    await sql`
+      insert into orgs (domain_cc, public_slug, name, content_hash)
+      values ('gb', 'harbour-0-ltd', 'HARBOUR 0 (BY HAND)', 'x')`.execute(t.db);
+    const source = file(
+      'by-hand.csv',
+      registrarCsv(Array.from({ length: 4 }, (_, i) => registrarFields(num(i + 1), `HARBOUR ${i} LTD`))),
+    );
+    const done = await (await run(t.db, source, { mergeLanes: 2, mergeChunk: 2 })).done();
+    expect(done).toMatchObject({ status: 'succeeded', inserted: 4, updated: 0, unchanged: 0 });
+    const state = await registerState(t.db);
+    expect(state.find((o) => o.registration_number === num(1))).toMatchObject({
+      public_slug: 'harbour-0-ltd-2',
+      version_number: 1,
+    });
+    expect(
+      state
+        .filter((o) => o.registration_number !== null)
+        .map((o) => o.public_slug)
+        .sort(),
+    ).toEqual(['harbour-0-ltd-2', 'harbour-1-ltd', 'harbour-2-ltd', 'harbour-3-ltd']);
+  });
 });
 
 describe('register labels reserved by chunks in flight', () => {
-  /** An Org that already holds `slug` as its label (its public_slug). */
+  /**
+   * An Org that already holds `slug` as its label (its public_slug), handed out as an allocator hands
+   * labels out: its base's counter counts it (`slug` here is a plain label, number 1 of its base).
+   */
   async function holding(slug: string, name: string) {
     await sql`
       insert into orgs (domain_cc, public_slug, name, content_hash)
       values ('gb', ${slug}, ${name}, 'x')`.execute(t.db);
+    await sql`
+      insert into public_slug_counters (scope, base, last) values ('org', ${slug}, 1)
+      on conflict (scope, base) do update set last = greatest(public_slug_counters.last, 1)`.execute(t.db);
   }
   /** One company's label, as a chunk of run `runId` that holds `held` would plan it. */
   async function labelOf(

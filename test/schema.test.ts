@@ -332,6 +332,39 @@ describe('public domain labels', () => {
     expect(new Set(slugs).size).toBe(3);
   });
 
+  it("looks up a new base's plain label when it ends in a number (it may be another base's clash label)", async () => {
+    // Across transactions, as two imports would: ACME twice, then a company whose name slugifies to
+    // 'acme-2' (its counter is new, but its plain label is ACME's second) and one more ACME.
+    const recorded = async (bases: string[]) =>
+      t.db.transaction().execute(async (trx) => {
+        const slugs = await allocateSlugs(
+          trx,
+          'org',
+          bases.map((base) => ({ base })),
+        );
+        for (const [i, slug] of slugs.entries())
+          await trx
+            .insertInto('orgs')
+            .values({ domain_cc: 'gb', public_slug: slug, name: `CLASH ${bases[i]} ${i}`, content_hash: 'x' })
+            .execute();
+        return slugs;
+      });
+    expect(await recorded(['clash-co', 'clash-co'])).toEqual(['clash-co', 'clash-co-2']);
+    expect(await recorded(['clash-co-2', 'clash-co'])).toEqual(['clash-co-2-2', 'clash-co-3']);
+    // The counters: each base's last number handed out (an existing counter moved on, a new one made).
+    const counters = await t.db
+      .selectFrom('public_slug_counters')
+      .select(['base', 'last'])
+      .where('scope', '=', 'org')
+      .where('base', 'in', ['clash-co', 'clash-co-2'])
+      .orderBy('base')
+      .execute();
+    expect(counters).toEqual([
+      { base: 'clash-co', last: 3 },
+      { base: 'clash-co-2', last: 2 },
+    ]);
+  });
+
   it('gives a renamed Org its old label back, and keeps old labels from others', async () => {
     const id = await t.db.transaction().execute(async (trx) => {
       const [slug] = await allocateSlugs(trx, 'org', [{ base: 'harbour-light' }]);
