@@ -160,10 +160,6 @@ export class LabelBatch {
   async saveCounters(trx: Trx): Promise<void> {
     if (this.counters.size === 0) return;
     const bases = [...this.counters.keys()];
-    // The scope's allocation lock, as allocateSlugs holds it (until this batch commits, its last step):
-    // every writer of a scope's counters holds it, which lets allocateSlugs insert new counters
-    // without ON CONFLICT (public-domains.ts moveCounters).
-    await sql`select pg_advisory_xact_lock(hashtext('bizdir:slugs:location'))`.execute(trx);
     await sql`
       insert into public_slug_counters (scope, base, last)
       select 'location', b, n from unnest(${bases}::text[], ${bases.map((b) => this.counters.get(b)!)}::int[]) as v(b, n)
