@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -13,7 +14,8 @@ import { writeRegistrarFile } from './registrar-generate.js';
  * and pg_stat_statements: `node --import tsx bench/import-profile.ts [rows]`. Runs a first import,
  * the same file again and the file with 10% changed, each timed, into a database of its own
  * (created and dropped). Env: PROFILE_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts),
- * PROFILE_STEPS (e.g. `first` to run only the first import), PROFILE_LANES (merge chunks written side
+ * PROFILE_STEPS (e.g. `first` to run only the first import), PROFILE_ORDER=name (rows in name order,
+ * as the register publishes them, instead of the generator's number order), PROFILE_LANES (merge chunks written side
  * by side, default 2), PROFILE_KEEP=1 to keep the database.
  *
  * Besides each step's times it prints the merge's pace (seconds per 100,000 merged companies, so what
@@ -36,6 +38,17 @@ const file = path.join(dir, `registrar-profile-${N}.csv`);
 const changed = path.join(dir, `registrar-profile-${N}-changed.csv`);
 await writeRegistrarFile(file, N);
 await writeRegistrarFile(changed, N, 10);
+// PROFILE_ORDER=name: the rows in name order, as the register publishes them (the generator writes
+// them in company-number order, so the staged rows of a merge chunk sit side by side on disk).
+if (process.env.PROFILE_ORDER === 'name') {
+  for (const f of [file, changed])
+    execFileSync('sh', [
+      '-c',
+      `{ head -n 1 "$0"; tail -n +2 "$0" | LC_ALL=C sort -S 1G; } > "$0.sorted" && mv "$0.sorted" "$0"`,
+      f,
+    ]);
+} else if (process.env.PROFILE_ORDER !== undefined && process.env.PROFILE_ORDER !== 'number')
+  throw new Error('PROFILE_ORDER is name or number');
 console.log(`${N} rows, ${Math.round(statSync(file).size / 2 ** 20)} MB`);
 /** Server-wide WAL and buffer-write counters (MB where bytes). */
 async function serverCounters(): Promise<Record<string, number>> {
