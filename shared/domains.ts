@@ -37,6 +37,31 @@ export function slugify(text: string, fallback = 'org'): string {
   return slug || fallback;
 }
 
+/** Ids beyond 40 bits have no uid (bizdir_uid raises for them too). */
+const ID_SPACE = 2 ** 40;
+const HALF = 2 ** 20;
+
+/**
+ * The stable uid of a record id: the same value as the database's `bizdir_uid(id)` (migrations 0001,
+ * 0014), a four-round Feistel permutation of the 40-bit id space written as 8 base-36 digits. The
+ * register's Orgs and Addresses do not store it (migration 0023); readers that have the id compute it
+ * here rather than in Postgres. Every intermediate value stays below 2^51, exact in a double.
+ */
+export function bizdirUid(id: number): string {
+  if (!Number.isSafeInteger(id) || id < 0 || id >= ID_SPACE)
+    throw new RangeError(`bizdir_uid: ${id} is outside the id space`);
+  let left = Math.floor(id / HALF);
+  let right = id % HALF;
+  for (let i = 1; i <= 4; i++) {
+    // ((right * 1103515245 + 12345 + i * 7919) >> 7) # (right << 3), low 20 bits
+    const mixed = (Math.floor((right * 1103515245 + 12345 + i * 7919) / 128) % HALF) ^ ((right << 3) % HALF);
+    const next = left ^ mixed;
+    left = right;
+    right = next;
+  }
+  return (right * HALF + left).toString(36).padStart(8, '0');
+}
+
 /** The n-th holder of a base gets `base` (n = 1), then `base-2`, `base-3`, ... */
 export function slugWithClash(base: string, n: number): string {
   return n <= 1 ? base : `${base}-${n}`;

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allocateSlugs, keepFormerSlugs } from '../ingest/public-domains.js';
+import { bizdirUid } from '../shared/domains.js';
 import { clientOf } from '../shared/pg-copy.js';
 import { createTestDb, type TestDb } from './support/db.js';
 
@@ -51,6 +52,19 @@ describe('schema', () => {
       t.db,
     );
     expect(rows[0]).toEqual({ n: 100000, d: 100000 });
+  });
+
+  it('stable ids: bizdirUid (computed in JavaScript, migration 0023) equals bizdir_uid for every id tried', async () => {
+    // The ends of each half of the id, the ends of the id space, and 20,000 ids spread over it.
+    const ids = [0, 1, 2, 1048575, 1048576, 1048577, 2 ** 39, 2 ** 40 - 2, 2 ** 40 - 1];
+    for (let i = 0; i < 20_000; i++) ids.push(Math.floor((i * 2 ** 40) / 20_000) + (i % 997));
+    const { rows } = await sql<{ id: string; uid: string }>`
+      select id::text, bizdir_uid(id) as uid from unnest(${ids.map(String)}::bigint[]) as id`.execute(t.db);
+    expect(rows).toHaveLength(ids.length);
+    const differ = rows.filter((r) => bizdirUid(Number(r.id)) !== r.uid);
+    expect(differ).toEqual([]);
+    expect(() => bizdirUid(2 ** 40)).toThrow(RangeError);
+    expect(() => bizdirUid(-1)).toThrow(RangeError);
   });
 
   it('stable ids: bizdir_uid as unrolled (migration 0014) gives every id the uid of the first version', async () => {
