@@ -9,6 +9,7 @@ import { createAccount } from '../api/accounts/account.service.js';
 import { createImportRun } from '../ingest/import-run.js';
 import { runImport } from '../ingest/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { uidOf } from '../shared/org-domains.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { HEADER, row } from './location-sheet.js';
 import { writeRegistrarFile } from './registrar-generate.js';
@@ -177,12 +178,12 @@ try {
   await runImport({ db, config: { domainSuffix: SUFFIX } }, locationRun.id);
   const registered = await db
     .selectFrom('orgs')
-    .select(['uid', 'domain_cc'])
+    .select([uidOf('orgs').as('uid'), 'domain_cc'])
     .where('registration_number', 'is not', null)
     .execute();
   const named = await db
     .selectFrom('orgs')
-    .select(['uid', 'domain_cc'])
+    .select([uidOf('orgs').as('uid'), 'domain_cc'])
     .where('registration_number', 'is', null)
     .execute();
   const locations = await db.selectFrom('locations').select(['uid', 'domain_cc']).execute();

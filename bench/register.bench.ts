@@ -539,12 +539,14 @@ async function main() {
       await admin(`create index orgs_name_trgm on orgs using gin ((${expr}) gin_trgm_ops)`, dbUrl);
       await admin('analyze orgs', dbUrl);
       console.log(`  pg_trgm index built in ${s(Date.now() - t)} s`);
+      // Ties by stable domain: the uid, computed from the id (Orgs store none since migration 0023).
+      const uid = 'bizdir_uid(id)';
       const order: Record<string, string> = {
-        name: `${expr} collate "C", uid`,
-        '-name': `${expr} collate "C" desc, uid`,
-        updated: 'updated, uid',
-        '-updated': 'updated desc, uid',
-        relevance: 'uid',
+        name: `${expr} collate "C", ${uid}`,
+        '-name': `${expr} collate "C" desc, ${uid}`,
+        updated: `updated, ${uid}`,
+        '-updated': `updated desc, ${uid}`,
+        relevance: uid,
       };
       const client = new pg.Client({ connectionString: dbUrl });
       await client.connect();

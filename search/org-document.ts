@@ -1,3 +1,4 @@
+import { bizdirUid } from '../shared/domains.js';
 import { toV1OrgDocument } from './legacy-v1/org-document.js';
 import type { IndexFormat } from './meili-client.js';
 import { foldName, nameSortKey, nameTerms } from './name-text.js';
@@ -35,6 +36,12 @@ export interface OrgRowForIndex {
   name: string;
   updated: Date;
   version_number: number;
+}
+
+/** An Org row as read from `orgs`, with its uid (computed: Orgs store none since migration 0023). */
+export function withUid<R extends { id: number | string }>(row: R): R & { id: number; uid: string } {
+  const id = Number(row.id);
+  return { ...row, id, uid: bizdirUid(id) };
 }
 
 /** `updated` in ms, fixed-width base 36 (9 digits hold every date up to the year 5138). */

@@ -4,7 +4,7 @@ import type { Db } from '../shared/db.js';
 import { observeLater } from '../shared/outage.js';
 import { ORG_INDEX_FORMAT } from './index-definition.js';
 import { type IndexFormat, indexFormat, succeeded } from './meili-client.js';
-import { documentsFor, type OrgRowForIndex } from './org-document.js';
+import { documentsFor, type OrgRowForIndex, withUid } from './org-document.js';
 
 /**
  * Brings the search index up to date with the Org changes queued in search_outbox (written by the
@@ -63,11 +63,13 @@ export async function readOrgRows(
   db: Db,
   ids: readonly number[],
 ): Promise<{ rows: OrgRowForIndex[]; gone: number[] }> {
-  const rows = await db
-    .selectFrom('orgs')
-    .select(['id', 'uid', 'name', 'version_number', sql<Date>`updated`.as('updated')])
-    .where('id', '=', sql<number>`any(${ids}::bigint[])`)
-    .execute();
+  const rows = (
+    await db
+      .selectFrom('orgs')
+      .select(['id', 'name', 'version_number', sql<Date>`updated`.as('updated')])
+      .where('id', '=', sql<number>`any(${ids}::bigint[])`)
+      .execute()
+  ).map(withUid);
   const found = new Set(rows.map((r) => r.id));
   return { rows, gone: ids.filter((id) => !found.has(id)) };
 }

@@ -4,7 +4,7 @@ import type { Db } from '../shared/db.js';
 import { observeLater, reasonOf } from '../shared/outage.js';
 import { ORG_INDEX_FORMAT, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from './index-definition.js';
 import { ensureOrgIndex, indexExists, succeeded } from './meili-client.js';
-import { toOrgDocument } from './org-document.js';
+import { toOrgDocument, withUid } from './org-document.js';
 import { readOrgRows, withIndexerLock, writeDocuments } from './org-sync.js';
 
 /** Building the sort and filter structures of a full register takes a while. */
@@ -64,7 +64,7 @@ async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptio
     for (;;) {
       const rows = await deps.db
         .selectFrom('orgs')
-        .select(['id', 'uid', 'name', 'version_number', sql<Date>`updated`.as('updated')])
+        .select(['id', 'name', 'version_number', sql<Date>`updated`.as('updated')])
         .where('id', '>', lastId)
         .orderBy('id')
         .limit(chunk)
@@ -73,7 +73,12 @@ async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptio
       lastId = rows[rows.length - 1]!.id;
       // Awaited below (depth-limited, then all), which throws its failure.
       const task = observeLater(
-        succeeded(deps.meili.index(target).addDocuments(rows.map(toOrgDocument), { primaryKey: 'id' })),
+        succeeded(
+          deps.meili.index(target).addDocuments(
+            rows.map((row) => toOrgDocument(withUid(row))),
+            { primaryKey: 'id' },
+          ),
+        ),
       );
       inFlight.push(task);
       done += rows.length;

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
 import type { Db } from '../shared/db.js';
-import { parseDomain } from '../shared/domains.js';
+import { bizdirUid, parseDomain } from '../shared/domains.js';
 import { orgsWithDomains } from '../shared/org-domains.js';
 import { answers, cmpKey, freshRows, type Key, mergePage, orderKey, pendingOrgIds } from './fresh-changes.js';
 import { ORG_INDEX_FORMAT } from './index-definition.js';
@@ -48,10 +48,10 @@ async function namesOf(db: Db, ids: readonly number[]): Promise<Map<number, Name
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('orgs')
-    .select(['id', 'uid', 'name'])
+    .select(['id', 'name'])
     .where('id', '=', sql<number>`any(${ids}::bigint[])`)
     .execute();
-  return new Map(rows.map((r) => [Number(r.id), { name: r.name, uid: r.uid }]));
+  return new Map(rows.map((r) => [Number(r.id), { name: r.name, uid: bizdirUid(Number(r.id)) }]));
 }
 
 /**

@@ -34,9 +34,9 @@ export type LinksJson = { [K in LinkKey]?: string | null };
 /** The postal fields of an Address (record-fields.ts), as stored and as the API shows them. */
 export type AddressFields = { [K in AddressField]: string | null };
 
+/** No `uid` column since migration 0023: it is bizdir_uid(id) (SQL) or bizdirUid(id) (shared/domains.ts). */
 export interface AddressesTable extends AddressFields {
   id: GeneratedAlways<number>;
-  uid: GeneratedAlways<string>;
   domain_cc: string;
   content_hash: string;
   version_number: Generated<number>;
@@ -44,9 +44,9 @@ export interface AddressesTable extends AddressFields {
   created_at: Timestamp;
 }
 
+/** No `uid` column since migration 0023: it is bizdir_uid(id) (SQL) or bizdirUid(id) (shared/domains.ts). */
 export interface OrgsTable {
   id: GeneratedAlways<number>;
-  uid: GeneratedAlways<string>;
   domain_cc: string;
   public_slug: string;
   name: string;

@@ -27,6 +27,12 @@ export function orgDomainKey(ref: OrgDomainRef): string {
 // Subqueries only: callers embed them in queries of their own connection or transaction.
 const qb = expressionBuilder<Database, never>();
 
+/**
+ * The stable uid of the row of `alias` (an Org or an Address), computed from its id: these tables
+ * store none since migration 0023. Locations still store theirs (`locations.uid`).
+ */
+export const uidOf = (alias: string) => sql<string>`bizdir_uid(${sql.ref(`${alias}.id`)})`;
+
 /** `= $1` for one value (a prepared statement's argument), `= any($1)` for a batch: one index probe each. */
 type OneOrMany = string | readonly string[];
 const matches = (column: string | Expression<string>, value: OneOrMany) => {
@@ -41,14 +47,16 @@ const matches = (column: string | Expression<string>, value: OneOrMany) => {
  * arguments): the row is found by its primary key, because the uid is a permutation of the id and
  * `bizdir_uid_id` its inverse (migration 0020: `uid` has no index of its own); the uid is rechecked.
  */
-export const hasUid = (table: 'orgs' | 'locations', uid: OneOrMany) =>
-  typeof uid === 'string'
-    ? sql<SqlBool>`${sql.ref(`${table}.id`)} = bizdir_uid_id(${uid}) and ${sql.ref(`${table}.uid`)} = ${uid}`
-    : sql<SqlBool>`${sql.ref(`${table}.id`)} = any(array(select bizdir_uid_id(u) from unnest(${uid}::text[]) as u)) and ${sql.ref(`${table}.uid`)} = any(${uid}::text[])`;
+export const hasUid = (table: 'orgs' | 'locations', uid: OneOrMany) => {
+  const stored = table === 'orgs' ? uidOf('orgs') : sql.ref(`${table}.uid`);
+  return typeof uid === 'string'
+    ? sql<SqlBool>`${sql.ref(`${table}.id`)} = bizdir_uid_id(${uid}) and ${stored} = ${uid}`
+    : sql<SqlBool>`${sql.ref(`${table}.id`)} = any(array(select bizdir_uid_id(u) from unnest(${uid}::text[]) as u)) and ${stored} = any(${uid}::text[])`;
+};
 
 /** The Orgs named by stable domain(s) `uid.cc`, as `(org_id, key)`; the uid finds the Org (see hasUid). */
 function stableHolders(refs: readonly Extract<OrgDomainRef, { kind: 'org' }>[]) {
-  const key = sql<string>`orgs.uid || '.' || orgs.domain_cc`;
+  const key = sql<string>`${uidOf('orgs')} || '.' || orgs.domain_cc`;
   return qb
     .selectFrom('orgs')
     .select(['orgs.id as org_id', key.as('key')])

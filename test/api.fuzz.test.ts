@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../api/accounts/account.service.js';
 import { ensureOrgIndex } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
+import { uidOf } from '../shared/org-domains.js';
 import { creditsUsed, newAccount, SUFFIX, useTestApi } from './support/api.js';
 import { type FuzzRequest, fuzzRequests, type Operation, operationsOf } from './support/fuzz-requests.js';
 import { importFeed } from './support/import.js';
@@ -76,7 +77,10 @@ beforeAll(async () => {
 }, 120_000);
 
 async function knownDomains(): Promise<string[]> {
-  const orgs = await api.t.db.selectFrom('orgs').select(['uid', 'domain_cc', 'public_slug']).execute();
+  const orgs = await api.t.db
+    .selectFrom('orgs')
+    .select([uidOf('orgs').as('uid'), 'domain_cc', 'public_slug'])
+    .execute();
   const locations = await api.t.db
     .selectFrom('locations')
     .select(['uid', 'domain_cc', 'public_slug'])

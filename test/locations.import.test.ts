@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImportRun } from '../ingest/import-run.js';
 import { ImportFailedError } from '../ingest/run-import.js';
+import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG, importFeed } from './support/import.js';
 
@@ -338,7 +339,7 @@ describe('Org linking', () => {
   const glenOrrin = () =>
     t.db
       .selectFrom('orgs')
-      .select(['id', 'uid', 'domain_cc'])
+      .select(['id', uidOf('orgs').as('uid'), 'domain_cc'])
       .where('registration_number', '=', 'SC612345')
       .executeTakeFirstOrThrow();
 

@@ -126,6 +126,44 @@ describe('migrations', () => {
     }
   });
 
+  it('0023 drops the stored uid of Orgs and Addresses: the same uids are computed from the ids, and down stores them again', async () => {
+    const url = databaseUrlFor(newDatabaseName());
+    await createDatabase(url);
+    const { db, close } = createDb(url, { max: 1 });
+    try {
+      const migrator = migratorOf(db);
+      expect((await migrator.migrateTo('0022_labels_tables_hold_former_labels')).error).toBeUndefined();
+      await sql`
+        with a as (insert into addresses (domain_cc, line1, content_hash) values ('gb', '1 QUAY', 'x') returning id)
+        insert into orgs (domain_cc, public_slug, name, content_hash, registered_address_id)
+        select 'gb', 'quay-light', 'QUAY LIGHT', 'x', id from a`.execute(db);
+      const stored = async () =>
+        (
+          await sql<{ org: string; address: string }>`
+            select o.uid as org, a.uid as address from orgs o join addresses a on a.id = o.registered_address_id`.execute(
+            db,
+          )
+        ).rows[0]!;
+      const before = await stored();
+      expect(before.org).toMatch(/^[0-9a-z]{8}$/);
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+      const { rows: columns } = await sql<{ table_name: string }>`
+        select table_name from information_schema.columns
+        where column_name = 'uid' and table_name in ('orgs', 'addresses', 'locations') order by 1`.execute(
+        db,
+      );
+      expect(columns.map((c) => c.table_name)).toEqual(['locations']);
+      const { rows: computed } = await sql<{ org: string; address: string }>`
+        select bizdir_uid(o.id) as org, bizdir_uid(a.id) as address
+        from orgs o join addresses a on a.id = o.registered_address_id`.execute(db);
+      expect(computed[0]).toEqual(before);
+      expect((await migrator.migrateTo('0022_labels_tables_hold_former_labels')).error).toBeUndefined();
+      expect(await stored()).toEqual(before);
+    } finally {
+      await close();
+    }
+  });
+
   it('have one number each', () => {
     const numbers = current.map((name) => name.slice(0, 4));
     expect(new Set(numbers).size).toBe(numbers.length);

@@ -8,6 +8,7 @@ import { ORG_SORTS, type OrgSort } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
+import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 
@@ -128,7 +129,7 @@ beforeAll(async () => {
         updated: sql`${new Date(base + Math.floor(rand() * 20) * 1000).toISOString()}::timestamptz`,
       })),
     )
-    .returning(['id', 'uid', 'name', sql<Date>`updated`.as('updated')])
+    .returning(['id', uidOf('orgs').as('uid'), 'name', sql<Date>`updated`.as('updated')])
     .execute();
   rows = inserted.map((r) => ({
     id: r.id,
@@ -243,7 +244,7 @@ async function page(q: string, sort: OrgSort, limit: number, offset: number, fre
 async function readRows(): Promise<Row[]> {
   const all = await db.db
     .selectFrom('orgs')
-    .select(['id', 'uid', 'name', sql<Date>`updated`.as('updated')])
+    .select(['id', uidOf('orgs').as('uid'), 'name', sql<Date>`updated`.as('updated')])
     .orderBy('id')
     .execute();
   return all.map((r) => ({ id: r.id, uid: r.uid, name: r.name, updated: new Date(r.updated).getTime() }));

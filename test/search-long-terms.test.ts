@@ -5,6 +5,7 @@ import { foldName } from '../search/name-text.js';
 import { ORG_SORTS, type OrgSort, SMALL_ANSWER } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { searchOrgs } from '../search/search-orgs.js';
+import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';
@@ -63,7 +64,7 @@ async function expected(term: string, sort: OrgSort): Promise<number[]> {
   const f = foldName(term);
   const rows = await db.db
     .selectFrom('orgs')
-    .select(['id', 'uid', 'name', 'updated'])
+    .select(['id', uidOf('orgs').as('uid'), 'name', 'updated'])
     .where(
       'id',
       'in',

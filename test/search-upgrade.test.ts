@@ -16,6 +16,7 @@ import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
+import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, renameOrg, type TestOrg } from './support/orgs.js';
@@ -50,7 +51,7 @@ async function oldFormatIndex(uid: string, settings: Settings, toDocument: (row:
   await succeeded(meili.index(uid).updateSettings(settings));
   const rows = await db.db
     .selectFrom('orgs')
-    .select(['id', 'uid', 'name', 'version_number', 'updated'])
+    .select(['id', uidOf('orgs').as('uid'), 'name', 'version_number', 'updated'])
     .execute();
   await succeeded(
     meili.index(uid).addDocuments(rows.map((r) => toDocument({ ...r, updated: new Date(r.updated) }))),
@@ -104,7 +105,7 @@ describe('upgrading from the v2 index (updated sorted on u, tie-broken on d)', (
   async function byUpdated(direction: 'asc' | 'desc', nameLike: string) {
     const rows = await db.db
       .selectFrom('orgs')
-      .select(['id', 'uid', 'updated'])
+      .select(['id', uidOf('orgs').as('uid'), 'updated'])
       .where('name', 'like', nameLike)
       .execute();
     const ms = (r: { updated: unknown }) => new Date(r.updated as string).getTime();
@@ -158,7 +159,7 @@ describe('upgrading from the v3 index (exact sort keys without buckets)', () => 
   async function expected(sort: OrgSort) {
     const rows = await db.db
       .selectFrom('orgs')
-      .select(['id', 'uid', 'name', 'updated'])
+      .select(['id', uidOf('orgs').as('uid'), 'name', 'updated'])
       .where('name', 'like', 'BUCKET %')
       .execute();
     const key = (r: { name: string }) => nameSortKey(foldName(r.name));

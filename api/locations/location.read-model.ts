@@ -2,7 +2,7 @@ import { type ExpressionBuilder, sql } from 'kysely';
 import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
-import { hasUid } from '../../shared/org-domains.js';
+import { hasUid, uidOf } from '../../shared/org-domains.js';
 import { jsonOf } from '../records/json-columns.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
 import {
@@ -68,9 +68,9 @@ function locationQuery(db: Db, ref: LocationRef) {
     .select(LOCATION_COLUMNS)
     .select(JSON_COLUMNS)
     .select([
-      'orgs.uid as org_uid',
+      uidOf('orgs').as('org_uid'),
       'orgs.domain_cc as org_domain_cc',
-      jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS).as('address'),
+      jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('address'),
     ])
     .where((eb) => matchesRef(eb, ref))
     .limit(1);
@@ -112,7 +112,7 @@ export async function listOrgLocations(
       .leftJoin('addresses', 'addresses.id', 'locations.address_id')
       .select(LOCATION_COLUMNS)
       .select(JSON_COLUMNS)
-      .select(jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS).as('address'))
+      .select(jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('address'))
       .where('locations.org_id', '=', orgId)
       .orderBy('locations.is_default', 'desc')
       // Case-insensitive by name, then byte order, so the order does not depend on the server's locale.

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
-import { type OrgDomainRef, orgHasDomain } from '../../shared/org-domains.js';
+import { type OrgDomainRef, orgHasDomain, uidOf } from '../../shared/org-domains.js';
 import { jsonOf } from '../records/json-columns.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
 import {
@@ -21,6 +21,7 @@ import {
 function orgColumn(c: OrgColumn) {
   if (c === 'phones') return sql<PhonesJson>`orgs.phones`.as('phones');
   if (c === 'updated') return sql<Date>`orgs.updated`.as('updated');
+  if (c === 'uid') return uidOf('orgs').as('uid');
   return `orgs.${c}` as const;
 }
 
@@ -39,9 +40,9 @@ function orgQuery(db: Db) {
     .leftJoin('addresses as da', 'da.id', 'dl.address_id')
     .select([
       ...ORG_COLUMNS.map(orgColumn),
-      jsonOf<AddressRecord>('ra', ADDRESS_JSON_COLUMNS).as('registered_address'),
+      jsonOf<AddressRecord>('ra', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('registered_address'),
       jsonOf<LocationRecord>('dl', LOCATION_JSON_COLUMNS).as('default_location'),
-      jsonOf<AddressRecord>('da', ADDRESS_JSON_COLUMNS).as('default_address'),
+      jsonOf<AddressRecord>('da', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('default_address'),
       sql<number>`(select count(*) from locations ol
         where ol.org_id = orgs.id and (ol.closed_date is null or ol.closed_date > (now() at time zone 'UTC')::date))`.as(
         'open_locations',
@@ -71,7 +72,7 @@ export async function findOrgsByIds(db: Db, ids: readonly number[]): Promise<Org
 export async function findOrgIdByRef(db: Db, ref: OrgDomainRef) {
   return db
     .selectFrom('orgs')
-    .select(['orgs.id', 'orgs.uid', 'orgs.domain_cc'])
+    .select(['orgs.id', uidOf('orgs').as('uid'), 'orgs.domain_cc'])
     .where((eb) => orgHasDomain(eb, ref))
     .limit(1)
     .executeTakeFirst();

@@ -14,7 +14,9 @@ import { ADDRESS_FIELDS } from '../../shared/record-fields.js';
  * views read) and the table types. Nested records arrive as `json_build_object`, so their timestamps
  * are ISO strings rather than Dates; the views accept both.
  */
-export type AddressRecord = Pick<Selectable<AddressesTable>, AddressJsonColumn>;
+export type AddressRecord = Pick<Selectable<AddressesTable>, Exclude<AddressJsonColumn, 'uid'>> & {
+  uid: string;
+};
 
 /** Columns typed otherwise than the table type says: the nested parts may be null, `updated` a string. */
 interface LocationRecordOverrides {
@@ -50,10 +52,12 @@ export const ORG_COLUMNS = [
   'registration_state_code',
   'version_number',
   'updated',
-] as const satisfies readonly (keyof OrgsTable)[];
+] as const satisfies readonly (keyof OrgsTable | 'uid')[];
 export type OrgColumn = (typeof ORG_COLUMNS)[number];
 
-export type OrgRecord = Omit<Pick<Selectable<OrgsTable>, OrgColumn>, 'phones' | 'updated'> & {
+/** `uid` is not stored for Orgs and Addresses (migration 0023): the read models select bizdir_uid(id). */
+export type OrgRecord = Omit<Pick<Selectable<OrgsTable>, Exclude<OrgColumn, 'uid'>>, 'phones' | 'updated'> & {
+  uid: string;
   phones: PhonesJson | null;
   updated: Date | string;
   registered_address: AddressRecord | null;
@@ -78,7 +82,7 @@ export const ADDRESS_JSON_COLUMNS = [
   'domain_cc',
   ...ADDRESS_FIELDS,
   'version_number',
-] as const satisfies readonly (keyof AddressesTable)[];
+] as const satisfies readonly (keyof AddressesTable | 'uid')[];
 type AddressJsonColumn = (typeof ADDRESS_JSON_COLUMNS)[number];
 
 export const LOCATION_JSON_COLUMNS = [

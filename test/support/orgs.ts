@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { keepFormerSlugs } from '../../ingest/public-domains.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
+import { uidOf } from '../../shared/org-domains.js';
 
 export interface TestOrg {
   id: number;
@@ -32,7 +33,7 @@ export async function insertOrgs(
         content_hash: `h${counter}`,
         ...(org.updated ? { updated: sql`${org.updated.toISOString()}::timestamptz` } : {}),
       })
-      .returning(['id', 'uid'])
+      .returning(['id', uidOf('orgs').as('uid')])
       .executeTakeFirstOrThrow();
     out.push({ id: row.id, uid: row.uid, slug, name: org.name });
   }
