@@ -7,7 +7,7 @@ import { parseDomain } from '../shared/domains.js';
 /**
  * One side of the API benchmark, in its own process (so the load generator does not share its event
  * loop): `bare` is a plain Fastify route per record kind doing one primary-key lookup,
- * `select row_to_json(o) from orgs o where id = bizdir_uid_id($1) and uid = $1` (`locations l` for a Location), with no auth,
+ * `select row_to_json(o) from orgs o where id = bizdir_uid_id($1) and bizdir_uid(id) = $1` (`locations l` and its `uid` column for a Location), with no auth,
  * credits, schemas or hooks; `app` is the real API from buildApp. Prints `listening <port>` when ready.
  */
 const mode = process.argv[2];
@@ -27,7 +27,8 @@ if (mode === 'bare') {
       const ref = parseDomain(request.params.domain, config.domainSuffix);
       if (ref?.kind !== kind) return reply.code(404).send({ code: 404 });
       const { rows } = await pool.query(
-        `select row_to_json(o) as r from ${table} o where id = bizdir_uid_id($1) and uid = $1`,
+        // Orgs store no uid since migration 0023: it is bizdir_uid(id); Locations still store theirs.
+        `select row_to_json(o) as r from ${table} o where id = bizdir_uid_id($1) and ${table === 'orgs' ? 'bizdir_uid(id)' : 'uid'} = $1`,
         [ref.uid],
       );
       if (!rows[0]) return reply.code(404).send({ code: 404 });

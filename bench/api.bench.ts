@@ -19,7 +19,7 @@ import { writeRegistrarFile } from './registrar-generate.js';
  * register plus 20,000 Locations of 5,000 more Orgs from a location sheet, 3 rounds of 10 s per side).
  *
  *   (a) a bare Fastify route doing one primary-key lookup,
- *       `select row_to_json(o) from orgs o where id = bizdir_uid_id($1) and uid = $1` (`locations` for a Location)
+ *       `select row_to_json(o) from orgs o where id = bizdir_uid_id($1) and bizdir_uid(id) = $1` (`locations` and its `uid` column for a Location)
  *   (b) GET /v1/org/{domain} and GET /v1/location/{domain} through the real app with a real key whose
  *       account has a rate limit (auth, rate limit, credits and ledger, ETag), over the same domains
  *   (c) the 304 path: (b) with If-None-Match carrying each record's current ETag
