@@ -80,14 +80,29 @@ async function migrateUnderOldNames(url: string, upTo: string): Promise<void> {
   }
 }
 
+/**
+ * A new database migrated up to `upTo` (a current name), handed to `check` with its migrator; closed
+ * afterwards (the database itself is dropped with the others in afterAll).
+ */
+async function onDatabaseAt(
+  upTo: string,
+  check: (db: ReturnType<typeof createDb>['db'], migrator: Migrator) => Promise<void>,
+): Promise<void> {
+  const url = databaseUrlFor(newDatabaseName());
+  await createDatabase(url);
+  const { db, close } = createDb(url, { max: 1 });
+  try {
+    const migrator = migratorOf(db);
+    expect((await migrator.migrateTo(upTo)).error).toBeUndefined();
+    await check(db, migrator);
+  } finally {
+    await close();
+  }
+}
+
 describe('migrations', () => {
   it('0022 leaves in the labels tables only the labels held before (the current ones stay in public_slug)', async () => {
-    const url = databaseUrlFor(newDatabaseName());
-    await createDatabase(url);
-    const { db, close } = createDb(url, { max: 1 });
-    try {
-      const migrator = migratorOf(db);
-      expect((await migrator.migrateTo('0021_location_checks_planned_per_statement')).error).toBeUndefined();
+    await onDatabaseAt('0021_location_checks_planned_per_statement', async (db, migrator) => {
       // As 0021 left an installation: every current label in the labels table too, beside former ones.
       await sql`
         with o as (insert into orgs (domain_cc, public_slug, name, content_hash)
@@ -121,18 +136,11 @@ describe('migrations', () => {
         db,
       );
       expect(back[0]!.n).toBe(5);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('0023 drops the stored uid of Orgs and Addresses: the same uids are computed from the ids, and down stores them again', async () => {
-    const url = databaseUrlFor(newDatabaseName());
-    await createDatabase(url);
-    const { db, close } = createDb(url, { max: 1 });
-    try {
-      const migrator = migratorOf(db);
-      expect((await migrator.migrateTo('0022_labels_tables_hold_former_labels')).error).toBeUndefined();
+    await onDatabaseAt('0022_labels_tables_hold_former_labels', async (db, migrator) => {
       await sql`
         with a as (insert into addresses (domain_cc, line1, content_hash) values ('gb', '1 QUAY', 'x') returning id)
         insert into orgs (domain_cc, public_slug, name, content_hash, registered_address_id)
@@ -159,9 +167,7 @@ describe('migrations', () => {
       expect(computed[0]).toEqual(before);
       expect((await migrator.migrateTo('0022_labels_tables_hold_former_labels')).error).toBeUndefined();
       expect(await stored()).toEqual(before);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('have one number each', () => {
