@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../shared/db.js';
-import { bizdirUid } from '../shared/domains.js';
 import { foldName, nameSortKey, termMatches } from './name-text.js';
-import { updatedKeys } from './org-document.js';
+import { updatedKeys, withUid } from './org-document.js';
 import type { OrgSearchPage, OrgSearchQuery, OrgSort } from './org-search.js';
 
 /**
@@ -49,7 +48,7 @@ export async function freshRows(db: Db, ids: readonly number[]): Promise<Map<num
     .select(['id', 'name', sql<Date>`updated`.as('updated')])
     .where('id', '=', sql<number>`any(${ids}::bigint[])`)
     .execute();
-  return new Map(rows.map((r) => [Number(r.id), { ...r, id: Number(r.id), uid: bizdirUid(Number(r.id)) }]));
+  return new Map(rows.map((r) => [Number(r.id), withUid(r)]));
 }
 
 /** Where an Org falls in a query's order: compared as [major, minor] strings, ascending. */

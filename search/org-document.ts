@@ -13,7 +13,7 @@ export interface OrgDocument {
   l?: string[];
   /** The folded name as an order-preserving ASCII key (nameSortKey): the `name` sort. */
   n: string;
-  /** Stable domain id (orgs.uid): the tie-break of every sort. */
+  /** Stable domain id (bizdir_uid(orgs.id)): the tie-break of every sort. */
   d: string;
   /**
    * The `updated` sort with its tie-break, as two strings (updatedKeys): Meilisearch sorts an
