@@ -6,6 +6,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import Papa from 'papaparse';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { createImportRun, getRun, type ImportRun, partsOf } from '../ingest/import-run.js';
@@ -232,10 +233,17 @@ function coresBusy(from: { busy: number; total: number }, to: { busy: number; to
 async function importRun(
   env: Env,
   sources: string[],
-): Promise<{ ms: number; run: ImportRun; cores: string }> {
+): Promise<{ ms: number; run: ImportRun; cores: string; phases: string }> {
   const before = machineTicks();
   const { ms, run } = await importRunTimed(env, sources);
-  return { ms, run, cores: coresBusy(before, machineTicks()) };
+  const cores = coresBusy(before, machineTicks());
+  // The parts are read and staged first (from the first part's start to the last one's end); the
+  // merge and settle take the rest.
+  const { rows } = await sql<{ read: number }>`
+    select extract(epoch from max(finished_at) - min(started_at)) * 1000 as read
+    from import_run_parts where run_id = ${run.id}`.execute(env.db);
+  const read = Number(rows[0]?.read ?? 0);
+  return { ms, run, cores, phases: `read + stage ${seconds(read)} s, merge + settle ${seconds(ms - read)} s` };
 }
 
 async function importRunTimed(env: Env, sources: string[]): Promise<{ ms: number; run: ImportRun }> {
@@ -291,10 +299,10 @@ async function main() {
       ['(c) same file again', file],
       ['(d) 10% of rows changed', changed],
     ] as const) {
-      const { ms, run: r, cores } = await importRun(one, [source]);
+      const { ms, run: r, cores, phases } = await importRun(one, [source]);
       const rows = rate(r.rows_read, ms);
       console.log(
-        `${label}: ${seconds(ms)} s, ${rows} rows/s = ${ratios(rows)} | ` +
+        `${label}: ${seconds(ms)} s (${phases}), ${rows} rows/s = ${ratios(rows)} | ` +
           `${r.inserted} inserted, ${r.updated} updated, ${r.unchanged} unchanged, ${r.rejected} rejected | ` +
           `worker peak RSS so far ${peakRssMb(worker.pid!)} MB | ${cores}`,
       );
@@ -311,14 +319,14 @@ async function main() {
     ] as const) {
       const env = await environment(workers === 1 ? 'e' : 'f', workers);
       try {
-        const { ms, run: r, cores } = await importRun(env, parts);
+        const { ms, run: r, cores, phases } = await importRun(env, parts);
         const rows = rate(r.rows_read, ms);
         if (workers === 1) oneWorker = rows;
         const vsOne = workers === 1 ? '' : `, ${(rows / oneWorker).toFixed(2)} x (e)`;
         const rss = env.workers.map((w) => peakRssMb(w.pid!));
         peaks.push(...rss);
         console.log(
-          `${label}: ${seconds(ms)} s, ${rows} rows/s = ${ratios(rows)}${vsOne} | ${r.inserted} inserted | worker peak RSS ${rss.join(', ')} MB | ${cores}`,
+          `${label}: ${seconds(ms)} s (${phases}), ${rows} rows/s = ${ratios(rows)}${vsOne} | ${r.inserted} inserted | worker peak RSS ${rss.join(', ')} MB | ${cores}`,
         );
       } finally {
         await teardown(env);
