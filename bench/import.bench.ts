@@ -5,8 +5,8 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import Papa from 'papaparse';
 import { sql } from 'kysely';
+import Papa from 'papaparse';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { createImportRun, getRun, type ImportRun, partsOf } from '../ingest/import-run.js';
@@ -243,7 +243,12 @@ async function importRun(
     select extract(epoch from max(finished_at) - min(started_at)) * 1000 as read
     from import_run_parts where run_id = ${run.id}`.execute(env.db);
   const read = Number(rows[0]?.read ?? 0);
-  return { ms, run, cores, phases: `read + stage ${seconds(read)} s, merge + settle ${seconds(ms - read)} s` };
+  return {
+    ms,
+    run,
+    cores,
+    phases: `read + stage ${seconds(read)} s, merge + settle ${seconds(ms - read)} s`,
+  };
 }
 
 async function importRunTimed(env: Env, sources: string[]): Promise<{ ms: number; run: ImportRun }> {
