@@ -24,7 +24,7 @@ export function parseImport(out: string): BenchRow[] {
   const base = num(/\(a\) baseline[^:]*: [\d.]+ s, ([\d.,]+) rows\/s/.exec(out)?.[1]);
   const psql = num(/\(a2\) psql[^:]*: [\d.]+ s, ([\d.,]+) rows\/s/.exec(out)?.[1]);
   const phase = (label: string) =>
-    /: [\d.]+ s, ([\d.,]+) rows\/s = ([\d.]+) x \(a\)(?:, ([\d.]+) x \(a2\))?(?:, ([\d.]+) x \(e\))?/.exec(
+    /: [\d.]+ s(?: \([^)]*\))?, ([\d.,]+) rows\/s = ([\d.]+) x \(a\)(?:, ([\d.]+) x \(a2\))?(?:, ([\d.]+) x \(e\))?/.exec(
       out.split(label)[1] ?? '',
     );
   const rows: BenchRow[] = [
