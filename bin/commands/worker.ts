@@ -11,18 +11,22 @@ import { CliError, databaseUrlOf, redisUrlOf, resolvedConfig } from '../cli-cont
 /**
  * How far V8 lets a worker's heap grow past what the last full collection kept, in percent. V8's own
  * factor (up to 4x) let an import's heaps grow to 5x their live size: at 1M rows the main thread kept
- * 40-55 MB alive and grew to 255 MB before collecting, the preparing thread kept 8-18 MB and grew to
- * 130 MB, a peak RSS of 420-520 MB. At 50% the same import peaked at 278 MB, as fast
+ * 37-54 MB alive and grew to 257 MB before collecting, the preparing thread kept 8-18 MB and grew to
+ * 132 MB, a peak RSS of 422-523 MB. At 50% the same import peaked at 276-278 MB, as fast
  * (docs/imports.md, "Seventh round"). A `--heap-growing-percent` given to node itself wins.
  */
 const HEAP_GROWING_PERCENT = 50;
 
-export function boundHeapGrowth(execArgv: readonly string[] = process.execArgv): boolean {
-  if (execArgv.some((arg) => /^--heap[-_]growing[-_]percent\b/.test(arg))) return false;
+/** Whether node was started with its own `--heap-growing-percent` (which the worker then keeps). */
+export function heapGrowthGivenToNode(execArgv: readonly string[]): boolean {
+  return execArgv.some((arg) => /^--heap[-_]growing[-_]percent\b/.test(arg));
+}
+
+function boundHeapGrowth(): void {
+  if (heapGrowthGivenToNode(process.execArgv)) return;
   // A V8 flag set at run time: read each time V8 sizes the heap after a collection, in this thread and
   // the threads started later (the register's preparing thread).
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-  return true;
 }
 
 interface WorkerCliOptions {
