@@ -6,7 +6,7 @@ import { Meilisearch, type Settings } from 'meilisearch';
 import { startMeiliServer } from '../bin/local/meili-server.js';
 import { ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
 import { codeOf, foldName } from '../search/name-text.js';
-import { toOrgDocument } from '../search/org-document.js';
+import { toOrgDocument, updatedKeys } from '../search/org-document.js';
 import { MemoryWatch } from './process-memory.js';
 import { NameGenerator } from './register/names.js';
 
@@ -135,7 +135,7 @@ const multi = (count: number): Variant => ({
 const VARIANTS: Variant[] = [
   {
     name: 'words+t-sort',
-    doc: (r) => ({ ...words(r), t: toOrgDocument(r).t }),
+    doc: (r) => ({ ...words(r), t: updatedKeys(r.updated, r.uid) }),
     load: wordLoad,
     after: { filterableAttributes: linkFilter, sortableAttributes: ['t'] },
   },

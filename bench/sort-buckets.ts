@@ -1,9 +1,9 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { Meilisearch } from 'meilisearch';
 import { startMeiliServer } from '../bin/local/meili-server.js';
-import { ORG_INDEX_SETTINGS, V3_SORTABLE } from '../search/index-definition.js';
+import { legacySettings } from '../search/index-definition.js';
 import { foldName, planTerm } from '../search/name-text.js';
-import { toOrgDocument, toV3OrgDocument } from '../search/org-document.js';
+import { toV3OrgDocument, toV4OrgDocument } from '../search/org-document.js';
 import { generateRegister } from './register/generate.js';
 
 /**
@@ -49,16 +49,13 @@ const server = await startMeiliServer({
 const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
 try {
   let before = 0;
-  for (const [uid, sortable, toDoc] of [
-    ['v3', [...V3_SORTABLE], toV3OrgDocument],
-    ['v4', ORG_INDEX_SETTINGS.sortableAttributes!, toOrgDocument],
+  for (const [uid, format, toDoc] of [
+    ['v3', 3, toV3OrgDocument],
+    ['v4', 4, toV4OrgDocument],
   ] as const) {
     const t0 = Date.now();
     await meili.createIndex(uid, { primaryKey: 'id' }).waitTask();
-    await meili
-      .index(uid)
-      .updateSettings({ ...ORG_INDEX_SETTINGS, sortableAttributes: [...sortable] })
-      .waitTask({ timeout: 600_000 });
+    await meili.index(uid).updateSettings(legacySettings(format)).waitTask({ timeout: 600_000 });
     for (let i = 0; i < rows.length; i += 20_000)
       await meili
         .index(uid)

@@ -14,7 +14,14 @@ import type { Settings } from 'meilisearch';
 export const ORG_INDEX_PRIMARY_KEY = 'id';
 
 /** Bumped when the document shape changes; an index of another format needs `bizdir reindex`. */
-export const ORG_INDEX_FORMAT = 4;
+export const ORG_INDEX_FORMAT = 5;
+
+/**
+ * The sortable attributes of format 4, which also sorted `updated` on `t` (two unique strings per
+ * Org) and filtered Orgs by `id`. It is recognised by `t` beside the buckets and served until
+ * `bizdir reindex`.
+ */
+export const V4_SORTABLE = ['n', 't', 'd', 'nb', 'tb', 'db'] as const;
 
 /**
  * The sortable attributes of format 3, which sorted on the exact keys alone (no buckets). It is
@@ -48,19 +55,41 @@ export const ORG_INDEX_LOAD_SETTINGS: Settings = {
 export const ORG_INDEX_SETTINGS: Settings = {
   ...ORG_INDEX_LOAD_SETTINGS,
   filterableAttributes: [
-    { attributePatterns: ['l', 'id'], features: equalityOnly },
+    // Orgs are named in filters by their stable domain `d` (already a sort key), not by `id`: a
+    // unique value per Org costs the index 100-150 bytes per Org in each facet database it is in.
+    { attributePatterns: ['l', 'd'], features: equalityOnly },
     // The name key: "equals" and "starts with" for sort=relevance.
     {
       attributePatterns: ['n'],
       features: { facetSearch: false, filter: { equality: true, comparison: true } },
     },
   ],
-  // `t` carries the `updated` order with its tie-break (org-document.ts), so no sort needs `d`
-  // inside the large groups of Orgs one import transaction wrote with the same `updated`.
-  // `nb`, `tb` and `db` are coarse buckets of `n`, `t` and `d`, sorted on first: Meilisearch then
-  // skips whole buckets before a deep page instead of walking every value (org-document.ts).
-  sortableAttributes: ['n', 't', 'd', 'nb', 'tb', 'db'],
+  // `nb` and `db` are coarse buckets of `n` and `d`, sorted on first: Meilisearch then skips whole
+  // buckets before a deep page instead of walking every value (org-document.ts). `tb` is `updated`
+  // and the stable domain's first character: the `updated` order is `tb` then `d`, and the groups
+  // of Orgs one import transaction wrote with the same `updated` are split 36 ways before `d` is
+  // walked inside them.
+  sortableAttributes: ['n', 'd', 'nb', 'tb', 'db'],
 };
+
+/**
+ * The settings an index of format 2, 3 or 4 was built with (Orgs filtered by `id`; its own sort
+ * keys). Such an index keeps serving until `bizdir reindex`; tests build one to check the upgrade.
+ */
+export function legacySettings(format: 2 | 3 | 4): Settings {
+  const sortable = format === 2 ? V2_SORTABLE : format === 3 ? V3_SORTABLE : V4_SORTABLE;
+  return {
+    ...ORG_INDEX_SETTINGS,
+    filterableAttributes: [
+      { attributePatterns: ['l', 'id'], features: equalityOnly },
+      {
+        attributePatterns: ['n'],
+        features: { facetSearch: false, filter: { equality: true, comparison: true } },
+      },
+    ],
+    sortableAttributes: [...sortable],
+  };
+}
 
 /** A filter true of every document of this format and refused by an index of the old one. */
 export const FORMAT_PROBE = 'NOT l = "-"';

@@ -13,18 +13,20 @@ export interface OrgDocument {
   l?: string[];
   /** The folded name as an order-preserving ASCII key (nameSortKey): the `name` sort. */
   n: string;
-  /** Stable domain id (bizdir_uid(orgs.id)): the tie-break of every sort. */
-  d: string;
   /**
-   * The `updated` sort with its tie-break, as two strings (updatedKeys): Meilisearch sorts an
-   * array ascending by its smallest value and descending by its largest.
+   * Stable domain id (bizdir_uid(orgs.id)): the tie-break of every sort, and how filters name an
+   * Org (`d IN [...]`).
    */
-  t: [string, string];
+  d: string;
   /** orgs.version_number: `reindex --verify` compares it to find stale entries. */
   v: number;
   /** Bucket of `n` (its first three characters): sorted on before `n` (nameBucket). */
   nb: string;
-  /** Buckets of the two `t` values, in the same order (updatedBuckets). */
+  /**
+   * The `updated` order before its tie-break `d`, as two strings (updatedBuckets): `updated` and
+   * the stable domain's first character. Meilisearch sorts an array ascending by its smallest value
+   * and descending by its largest.
+   */
   tb: [string, string];
   /** Bucket of `d` (its first two characters): sorted on before `d`. */
   db: string;
@@ -51,10 +53,11 @@ const msKey = (updated: Date) => Math.max(0, updated.getTime()).toString(36).pad
 const complement = (key: string) => [...key].map((c) => (35 - Number.parseInt(c, 36)).toString(36)).join('');
 
 /**
- * The two sort values of `updated`: `0<ms><uid>` is the smallest and gives `updated` then stable
+ * The two keys of the `updated` order: `0<ms><uid>` is the smallest and gives `updated` then stable
  * domain ascending; `1<ms><complement of uid>` is the largest, and sorted descending gives
  * `updated` descending then stable domain ascending. Stable ids are 8 base-36 characters, so
- * every value is unique and Meilisearch never has to break a tie.
+ * every value is unique. Format 4 sorted on them (`t`); format 5 sorts on their buckets (`tb`),
+ * then on `d`, which is the same order; fresh-changes.ts orders by them.
  */
 export function updatedKeys(updated: Date, uid: string): [string, string] {
   const ms = msKey(updated);
@@ -81,30 +84,33 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
   const folded = foldName(row.name);
   const terms = nameTerms(folded);
   const n = nameSortKey(folded);
-  const t = updatedKeys(row.updated, row.uid);
   return {
     id: row.id,
     g: terms.words.join(' '),
     ...(terms.links.length > 0 ? { l: terms.links } : {}),
     n,
     d: row.uid,
-    t,
     v: row.version_number,
     nb: nameBucket(n),
-    tb: updatedBuckets(t),
+    tb: updatedBuckets(updatedKeys(row.updated, row.uid)),
     db: domainBucket(row.uid),
   };
+}
+
+/** A document of format 4: the exact `updated` keys `t` beside the buckets. */
+export function toV4OrgDocument(row: OrgRowForIndex): object {
+  return { ...toOrgDocument(row), t: updatedKeys(row.updated, row.uid) };
 }
 
 /** A document of format 3: the exact sort keys without their buckets. */
 export function toV3OrgDocument(row: OrgRowForIndex): object {
   const { nb: _nb, tb: _tb, db: _db, ...rest } = toOrgDocument(row);
-  return rest;
+  return { ...rest, t: updatedKeys(row.updated, row.uid) };
 }
 
 /** A document of format 2: `updated` as `u`, in ms, tie-broken on `d` by the query. */
 export function toV2OrgDocument(row: OrgRowForIndex): object {
-  const { nb: _nb, tb: _tb, db: _db, t: _t, ...rest } = toOrgDocument(row);
+  const { nb: _nb, tb: _tb, db: _db, ...rest } = toOrgDocument(row);
   return { ...rest, u: row.updated.getTime() };
 }
 
@@ -112,5 +118,6 @@ export function toV2OrgDocument(row: OrgRowForIndex): object {
 export function documentsFor(format: IndexFormat, rows: readonly OrgRowForIndex[]): object[] {
   if (format === 1) return rows.map(toV1OrgDocument);
   if (format === 2) return rows.map(toV2OrgDocument);
-  return format === 3 ? rows.map(toV3OrgDocument) : rows.map(toOrgDocument);
+  if (format === 3) return rows.map(toV3OrgDocument);
+  return format === 4 ? rows.map(toV4OrgDocument) : rows.map(toOrgDocument);
 }

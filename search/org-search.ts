@@ -1,4 +1,5 @@
 import type { Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
+import { bizdirUid } from '../shared/domains.js';
 import { FORMAT_PROBE } from './index-definition.js';
 import { LARGE_ANSWER, LARGE_ANSWER_INIT, meiliCall } from './meili-client.js';
 import { decodeNameKey, foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
@@ -46,10 +47,10 @@ export interface OrgSearchDeps {
   /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
   /**
-   * The live index's format (until `bizdir reindex`): 3 sorts on the exact keys without buckets,
-   * 2 also sorts `updated` on `u` and `d`.
+   * The live index's format (until `bizdir reindex`): 4 sorts `updated` on `t` and filters Orgs by
+   * `id`, 3 also sorts on the exact keys without buckets, 2 also sorts `updated` on `u` and `d`.
    */
-  format?: 2 | 3 | 4;
+  format?: 2 | 3 | 4 | 5;
   /** Orgs left out of every answer (changed, not yet applied to the index: fresh-changes.ts). */
   exclude?: readonly number[];
 }
@@ -65,12 +66,21 @@ const V3_SORT_RULES: SortRules = {
   byDomain: ['d:asc'],
 };
 /** Each exact key after its bucket (org-document.ts): deep pages skip whole buckets. */
-const SORT_RULES: SortRules = {
+const V4_SORT_RULES: SortRules = {
   name: ['nb:asc', 'n:asc', 'd:asc'],
   '-name': ['nb:desc', 'n:desc', 'd:asc'],
   updated: ['tb:asc', 't:asc'],
   '-updated': ['tb:desc', 't:desc'],
   byDomain: ['db:asc', 'd:asc'],
+};
+/**
+ * Format 5: `updated` is its bucket (`updated` and the stable domain's first character) then the
+ * stable domain, the same order as format 4's `t` without two unique strings per Org.
+ */
+const SORT_RULES: SortRules = {
+  ...V4_SORT_RULES,
+  updated: ['tb:asc', 'd:asc'],
+  '-updated': ['tb:desc', 'd:asc'],
 };
 const V2_SORT_RULES: SortRules = {
   ...V3_SORT_RULES,
@@ -78,14 +88,27 @@ const V2_SORT_RULES: SortRules = {
   '-updated': ['u:desc', 'd:asc'],
 };
 const sortRules = (deps: OrgSearchDeps) =>
-  deps.format === 2 ? V2_SORT_RULES : deps.format === 3 ? V3_SORT_RULES : SORT_RULES;
+  deps.format === 2
+    ? V2_SORT_RULES
+    : deps.format === 3
+      ? V3_SORT_RULES
+      : deps.format === 4
+        ? V4_SORT_RULES
+        : SORT_RULES;
 
 /** Pages of this many ids when a whole candidate set is read. */
 const READ_PAGE = 10_000;
 
 const quote = (value: string) => `"${value}"`;
-const idIn = (ids: Iterable<number>) => `id IN [${[...ids].join(',')}]`;
-const idNotIn = (ids: Iterable<number>) => `NOT id IN [${[...ids].join(',')}]`;
+/**
+ * "One of these Orgs": by stable domain (format 5; `bizdirUid` is the same permutation as the
+ * documents' `d`), or by `id` in the earlier formats.
+ */
+const orgIn = (deps: OrgSearchDeps, ids: Iterable<number>) =>
+  (deps.format ?? 5) >= 5
+    ? `d IN [${[...ids].map((id) => quote(bizdirUid(id))).join(',')}]`
+    : `id IN [${[...ids].join(',')}]`;
+const orgNotIn = (deps: OrgSearchDeps, ids: Iterable<number>) => `NOT ${orgIn(deps, ids)}`;
 
 /** A Meilisearch query (text and filters) whose answer is exactly the names matching a term. */
 interface Resolved {
@@ -102,7 +125,7 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
   // A term query always names a field of this format, so an index of the old format (just before
   // a rebuild's swap is noticed) refuses it instead of answering wrongly; search-orgs.ts retries.
   const probed = q !== '' && given.length === 0 ? [FORMAT_PROBE] : given;
-  const filters = deps.exclude?.length ? [...probed, idNotIn(deps.exclude)] : probed;
+  const filters = deps.exclude?.length ? [...probed, orgNotIn(deps, deps.exclude)] : probed;
   return meiliCall(() =>
     index.search(
       q,
@@ -168,7 +191,7 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
     const truly = suspects
       .filter((hit) => termMatches(decodeNameKey(String(hit.n)), folded))
       .map((hit) => Number(hit.id));
-    return truly.length > 0 ? { q, filters: [`(NOT l IN ${linkList}) OR ${idIn(truly)}`] } : unchecked;
+    return truly.length > 0 ? { q, filters: [`(NOT l IN ${linkList}) OR ${orgIn(deps, truly)}`] } : unchecked;
   })();
   return { unchecked, resolved };
 }
@@ -232,9 +255,9 @@ async function smallAnswer(
   );
   if (hits.length === 0) return { ids: [], total: 0 };
   if (query.sort === 'updated' || query.sort === '-updated') {
-    // `t` is not a displayed field: Meilisearch orders these few ids itself.
+    // The `updated` keys are not displayed fields: Meilisearch orders these few ids itself.
     const ids = hits.map((h) => Number(h.id));
-    return sortedPage(deps, '', [idIn(ids)], sortRules(deps)[query.sort], query.limit, query.offset);
+    return sortedPage(deps, '', [orgIn(deps, ids)], sortRules(deps)[query.sort], query.limit, query.offset);
   }
   // Meilisearch's orders (SORT_RULES; a bucket is a prefix of its key, so it changes no order).
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -258,8 +281,8 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
     const sort = sortRules(deps)[query.sort === 'relevance' ? 'byDomain' : query.sort];
     return sortedPage(deps, '', [], sort, query.limit, query.offset);
   }
-  // Format 4 only (the keys sorted on above); a domain match joins the full plan.
-  if ((deps.format ?? 4) === 4 && query.domainOrgIds.length === 0 && [...folded].length >= SMALL_TERM_MIN) {
+  // Formats 4 and 5 only (the keys sorted on above); a domain match joins the full plan.
+  if ((deps.format ?? 5) >= 4 && query.domainOrgIds.length === 0 && [...folded].length >= SMALL_TERM_MIN) {
     const small = await smallAnswer(deps, folded, query);
     if (small) return small;
   }
@@ -281,7 +304,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
   // An Org found by its domain but not by its name: let Meilisearch order the union by id. Terms
   // that parse as domains match few names, so the whole set is small.
   const all = [...(await readAllIds(deps, match.q, match.filters)), ...extra];
-  return sortedPage(deps, '', [idIn(all)], sort, query.limit, query.offset);
+  return sortedPage(deps, '', [orgIn(deps, all)], sort, query.limit, query.offset);
 }
 
 /** Domain matches whose name does not contain the term. */
@@ -333,7 +356,7 @@ async function tieredPage(
   startsWith: string,
   query: OrgSearchQuery,
 ): Promise<OrgSearchPage> {
-  const notFirst = first.length > 0 ? [idNotIn(first)] : [];
+  const notFirst = first.length > 0 ? [orgNotIn(deps, first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
   // The second tier is a filter on the name key alone (cheap): its page and size come first, and

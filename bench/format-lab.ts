@@ -1,0 +1,183 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { Meilisearch, type Settings } from 'meilisearch';
+import { startMeiliServer } from '../bin/local/meili-server.js';
+import { legacySettings, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
+import { foldName, planTerm } from '../search/name-text.js';
+import { type OrgRowForIndex, toOrgDocument, toV4OrgDocument } from '../search/org-document.js';
+import { generateRegister } from './register/generate.js';
+
+/**
+ * Lab: index formats side by side on the same names, in one private Meilisearch, each built as
+ * the rebuild builds (words first, filters and sorts after the load):
+ *
+ *   node --import tsx bench/format-lab.ts [--orgs 300000] [--only v4,v5,v5a,floor]
+ *   LAB_COMPARE=v5,v5a node --import tsx bench/format-lab.ts --only v5,v5a
+ *
+ * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
+ * - v5: format 5, as shipped (`updated` sorted on its bucket `tb` then `d`; Orgs filtered by `d`);
+ * - v5a: v5 with `tb` one value per Org, `updated` in ms alone (not shipped: below);
+ * - floor: the words and links alone, no sort.
+ *
+ * Prints build time, bytes per Org and stored-document bytes of each, then for two of them
+ * (LAB_COMPARE, default v4,v5) Meilisearch's own processingTimeMs (median of five) of the pages the
+ * API asks for, and whether both return the same ids. `updated` is one value per 5,000 Orgs, as an
+ * import transaction writes it.
+ */
+const args = process.argv.slice(2);
+const at = args.indexOf('--orgs');
+const N = at >= 0 ? Number(args[at + 1]) : 300_000;
+const DIR = `/tmp/bizdir-format-lab-${process.pid}`;
+
+const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
+const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
+let seed = 7;
+const rand = () => {
+  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+  return seed / 2_147_483_648;
+};
+const rows: OrgRowForIndex[] = names.map((name, i) => ({
+  id: i + 1,
+  uid: Math.floor(rand() * 36 ** 8)
+    .toString(36)
+    .padStart(8, '0'),
+  name,
+  updated: new Date(1.7e12 + Math.floor(i / 5_000) * 1_000),
+  version_number: 1,
+}));
+
+/** v5 with `updated` bucketed on the ms alone: one value per Org, ties walked on `d`. */
+const v5aDoc = (row: OrgRowForIndex) => {
+  const { tb, ...rest } = toOrgDocument(row);
+  return { ...rest, tb: tb[0].slice(0, 10) };
+};
+/** The floor: the words and links alone. */
+const floorDoc = (row: OrgRowForIndex) => {
+  const { id, g, l } = toOrgDocument(row);
+  return { id, g, ...(l ? { l } : {}) };
+};
+const floorSettings: Settings = {
+  ...ORG_INDEX_LOAD_SETTINGS,
+  filterableAttributes: [
+    {
+      attributePatterns: ['l'],
+      features: { facetSearch: false, filter: { equality: true, comparison: false } },
+    },
+  ],
+};
+
+rmSync(DIR, { recursive: true, force: true });
+const server = await startMeiliServer({
+  dataDir: DIR,
+  masterKey: `format-lab-${process.pid}-key`,
+  maxIndexingMemory: '1 GiB',
+});
+const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
+const onlyAt = args.indexOf('--only');
+const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v5a,floor').split(',');
+try {
+  let before = (await meili.getStats()).usedDatabaseSize;
+  let beforeFile = (await meili.getStats()).databaseSize;
+  const formats = [
+    ['v4', legacySettings(4), toV4OrgDocument],
+    ['v5', ORG_INDEX_SETTINGS, toOrgDocument],
+    ['v5a', ORG_INDEX_SETTINGS, v5aDoc],
+    ['floor', floorSettings, floorDoc],
+  ] as const;
+  for (const [uid, settings, toDoc] of formats) {
+    if (!only.includes(uid)) continue;
+    const t0 = Date.now();
+    await meili.createIndex(uid, { primaryKey: 'id' }).waitTask();
+    await meili.index(uid).updateSettings(ORG_INDEX_LOAD_SETTINGS).waitTask({ timeout: 600_000 });
+    for (let i = 0; i < rows.length; i += 20_000)
+      await meili
+        .index(uid)
+        .addDocuments(rows.slice(i, i + 20_000).map((r) => toDoc(r)))
+        .waitTask({ timeout: 3_600_000, interval: 200 });
+    const loaded = Date.now();
+    await meili.index(uid).updateSettings(settings).waitTask({ timeout: 3_600_000, interval: 200 });
+    const stats = await meili.getStats();
+    const own = await meili.index(uid).getStats();
+    console.log(
+      `${uid}: raw documents ${Math.round(own.rawDocumentDbSize / N)} B/Org, average document ${Math.round(own.avgDocumentSize)} B`,
+    );
+    console.log(
+      `${uid}: documents ${((loaded - t0) / 1000).toFixed(1)} s, filters and sorts ${((Date.now() - loaded) / 1000).toFixed(1)} s; used ${Math.round((stats.usedDatabaseSize - before) / N)} B/Org, file ${Math.round((stats.databaseSize - beforeFile) / N)} B/Org`,
+    );
+    before = stats.usedDatabaseSize;
+    beforeFile = stats.databaseSize;
+  }
+  const [A, B] = (process.env.LAB_COMPARE ?? 'v4,v5').split(',') as [
+    'v4' | 'v5' | 'v5a',
+    'v4' | 'v5' | 'v5a',
+  ];
+  if (!only.includes(A) || !only.includes(B)) process.exit(0);
+  const rules = {
+    v4: {
+      name: ['nb:asc', 'n:asc', 'd:asc'],
+      '-name': ['nb:desc', 'n:desc', 'd:asc'],
+      updated: ['tb:asc', 't:asc'],
+      '-updated': ['tb:desc', 't:desc'],
+      domain: ['db:asc', 'd:asc'],
+    },
+    v5a: {
+      name: ['nb:asc', 'n:asc', 'd:asc'],
+      '-name': ['nb:desc', 'n:desc', 'd:asc'],
+      updated: ['tb:asc', 'd:asc'],
+      '-updated': ['tb:desc', 'd:asc'],
+      domain: ['db:asc', 'd:asc'],
+    },
+    v5: {
+      name: ['nb:asc', 'n:asc', 'd:asc'],
+      '-name': ['nb:desc', 'n:desc', 'd:asc'],
+      updated: ['tb:asc', 'd:asc'],
+      '-updated': ['tb:desc', 'd:asc'],
+      domain: ['db:asc', 'd:asc'],
+    },
+  } as const;
+  const time = async (
+    uid: keyof typeof rules,
+    q: string,
+    filter: string[],
+    sort: readonly string[],
+    offset: number,
+  ) => {
+    const ms: number[] = [];
+    let ids = '';
+    let total = 0;
+    for (let k = 0; k < 5; k++) {
+      const r = await meili
+        .index(uid)
+        .search(q, { filter, sort: [...sort], offset, limit: 20, attributesToRetrieve: ['id'] });
+      ms.push(r.processingTimeMs);
+      ids = r.hits.map((h) => h.id).join(',');
+      total = r.estimatedTotalHits ?? 0;
+    }
+    ms.sort((a, b) => a - b);
+    return { ms: ms[2]!, ids, total };
+  };
+  console.log(
+    '| query | sort | offset | matches | format 4 ms | format 5 ms | same ids |\n|---|---|---|---|---|---|---|',
+  );
+  const cases: { label: string; q: string; filter: string[] }[] = [
+    ...['ho', 'j', 'sh', 'limited', ''].map((term) => {
+      const plan = planTerm(foldName(term));
+      return {
+        label: term || '(every Org)',
+        q: term === '' ? '' : plan.kind === 'prefix' ? plan.prefix : `"${plan.words.join(' ')}"`,
+        filter: ['NOT l = "-"'],
+      };
+    }),
+  ];
+  for (const c of cases)
+    for (const sort of ['updated', '-updated', 'name', 'domain'] as const)
+      for (const offset of [0, 100, 2_000, 9_900]) {
+        const a = await time(A, c.q, c.filter, rules[A][sort], offset);
+        const b = await time(B, c.q, c.filter, rules[B][sort], offset);
+        console.log(
+          `| ${c.label} | ${sort} | ${offset} | ${a.total} | ${a.ms} | ${b.ms} | ${a.ids === b.ids ? 'yes' : 'NO'} |`,
+        );
+      }
+} finally {
+  await server.stop();
+  rmSync(DIR, { recursive: true, force: true });
+}
