@@ -4,6 +4,7 @@ import { startMeiliServer } from '../bin/local/meili-server.js';
 import { legacySettings, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
 import { foldName, planTerm } from '../search/name-text.js';
 import { type OrgRowForIndex, toOrgDocument, toV4OrgDocument } from '../search/org-document.js';
+import { MemoryWatch } from './process-memory.js';
 import { generateRegister } from './register/generate.js';
 
 /**
@@ -15,7 +16,8 @@ import { generateRegister } from './register/generate.js';
  *
  * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
  * - v5: format 5, as shipped (`updated` sorted on its bucket `tb` then `d`; Orgs filtered by `d`);
- * - v5a: v5 with `tb` one value per Org, `updated` in ms alone (not shipped: below);
+ * - v5a: v5 with `tb` one value per Org, `updated` in ms alone (not shipped: docs/search.md);
+ * - v5b: v5 with `updated` as one number per Org (`u`, ms), sorted `u` then `db` then `d`;
  * - floor: the words and links alone, no sort.
  *
  * Prints build time, bytes per Org and stored-document bytes of each, then for two of them
@@ -50,6 +52,15 @@ const v5aDoc = (row: OrgRowForIndex) => {
   const { tb, ...rest } = toOrgDocument(row);
   return { ...rest, tb: tb[0].slice(0, 10) };
 };
+/** v5 with `updated` as one number per Org (ms), its ties split by the domain bucket `db`. */
+const v5bDoc = (row: OrgRowForIndex) => {
+  const { tb: _tb, ...rest } = toOrgDocument(row);
+  return { ...rest, u: row.updated.getTime() };
+};
+const v5bSettings: Settings = {
+  ...ORG_INDEX_SETTINGS,
+  sortableAttributes: ['n', 'd', 'nb', 'u', 'db'],
+};
 /** The floor: the words and links alone. */
 const floorDoc = (row: OrgRowForIndex) => {
   const { id, g, l } = toOrgDocument(row);
@@ -69,11 +80,11 @@ rmSync(DIR, { recursive: true, force: true });
 const server = await startMeiliServer({
   dataDir: DIR,
   masterKey: `format-lab-${process.pid}-key`,
-  maxIndexingMemory: '1 GiB',
+  maxIndexingMemory: process.env.LAB_INDEXING_MEMORY ?? '2 GiB',
 });
 const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
 const onlyAt = args.indexOf('--only');
-const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v5a,floor').split(',');
+const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v5a,v5b,floor').split(',');
 try {
   let before = (await meili.getStats()).usedDatabaseSize;
   let beforeFile = (await meili.getStats()).databaseSize;
@@ -81,11 +92,13 @@ try {
     ['v4', legacySettings(4), toV4OrgDocument],
     ['v5', ORG_INDEX_SETTINGS, toOrgDocument],
     ['v5a', ORG_INDEX_SETTINGS, v5aDoc],
+    ['v5b', v5bSettings, v5bDoc],
     ['floor', floorSettings, floorDoc],
   ] as const;
   for (const [uid, settings, toDoc] of formats) {
     if (!only.includes(uid)) continue;
     const t0 = Date.now();
+    const loadWatch = new MemoryWatch(server.process.pid!);
     await meili.createIndex(uid, { primaryKey: 'id' }).waitTask();
     await meili.index(uid).updateSettings(ORG_INDEX_LOAD_SETTINGS).waitTask({ timeout: 600_000 });
     for (let i = 0; i < rows.length; i += 20_000)
@@ -94,7 +107,14 @@ try {
         .addDocuments(rows.slice(i, i + 20_000).map((r) => toDoc(r)))
         .waitTask({ timeout: 3_600_000, interval: 200 });
     const loaded = Date.now();
+    loadWatch.stop();
+    const settingsWatch = new MemoryWatch(server.process.pid!);
     await meili.index(uid).updateSettings(settings).waitTask({ timeout: 3_600_000, interval: 200 });
+    settingsWatch.stop();
+    const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
+    console.log(
+      `${uid}: Meilisearch anonymous / file-backed peak: documents ${mib(loadWatch.peakAnon)} / ${mib(loadWatch.peakFile)}, filters and sorts ${mib(settingsWatch.peakAnon)} / ${mib(settingsWatch.peakFile)}`,
+    );
     const stats = await meili.getStats();
     const own = await meili.index(uid).getStats();
     console.log(
@@ -124,6 +144,13 @@ try {
       '-name': ['nb:desc', 'n:desc', 'd:asc'],
       updated: ['tb:asc', 'd:asc'],
       '-updated': ['tb:desc', 'd:asc'],
+      domain: ['db:asc', 'd:asc'],
+    },
+    v5b: {
+      name: ['nb:asc', 'n:asc', 'd:asc'],
+      '-name': ['nb:desc', 'n:desc', 'd:asc'],
+      updated: ['u:asc', 'db:asc', 'd:asc'],
+      '-updated': ['u:desc', 'db:asc', 'd:asc'],
       domain: ['db:asc', 'd:asc'],
     },
     v5: {
