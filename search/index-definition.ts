@@ -65,11 +65,11 @@ export const ORG_INDEX_SETTINGS: Settings = {
     },
   ],
   // `nb` and `db` are coarse buckets of `n` and `d`, sorted on first: Meilisearch then skips whole
-  // buckets before a deep page instead of walking every value (org-document.ts). `tb` is `updated`
-  // and the stable domain's first character: the `updated` order is `tb` then `d`, and the groups
-  // of Orgs one import transaction wrote with the same `updated` are split 36 ways before `d` is
-  // walked inside them.
-  sortableAttributes: ['n', 'd', 'nb', 'tb', 'db'],
+  // buckets before a deep page instead of walking every value (org-document.ts). `updated` is `u`
+  // (ms), then `db`, then `d`: the groups of Orgs one import transaction wrote with the same
+  // `updated` are skipped whole, and the one a page starts in is split 1,296 ways by `db` before
+  // `d` is walked.
+  sortableAttributes: ['n', 'd', 'nb', 'u', 'db'],
 };
 
 /**

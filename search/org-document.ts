@@ -22,12 +22,8 @@ export interface OrgDocument {
   v: number;
   /** Bucket of `n` (its first three characters): sorted on before `n` (nameBucket). */
   nb: string;
-  /**
-   * The `updated` order before its tie-break `d`, as two strings (updatedBuckets): `updated` and
-   * the stable domain's first character. Meilisearch sorts an array ascending by its smallest value
-   * and descending by its largest.
-   */
-  tb: [string, string];
+  /** orgs.updated in ms: the `updated` sort, its ties broken by `db` then `d`. */
+  u: number;
   /** Bucket of `d` (its first two characters): sorted on before `d`. */
   db: string;
 }
@@ -56,8 +52,8 @@ const complement = (key: string) => [...key].map((c) => (35 - Number.parseInt(c,
  * The two keys of the `updated` order: `0<ms><uid>` is the smallest and gives `updated` then stable
  * domain ascending; `1<ms><complement of uid>` is the largest, and sorted descending gives
  * `updated` descending then stable domain ascending. Stable ids are 8 base-36 characters, so
- * every value is unique. Format 4 sorted on them (`t`); format 5 sorts on their buckets (`tb`),
- * then on `d`, which is the same order; fresh-changes.ts orders by them.
+ * every value is unique. Format 4 sorted on them (`t`); format 5 sorts on `u` (the ms), `db` and
+ * `d`, which is the same order; fresh-changes.ts orders by them.
  */
 export function updatedKeys(updated: Date, uid: string): [string, string] {
   const ms = msKey(updated);
@@ -73,7 +69,7 @@ export function updatedKeys(updated: Date, uid: string): [string, string] {
  * order, so the answer is the same. The widths were measured (docs/search.md).
  */
 export const nameBucket = (n: string) => n.slice(0, 3);
-/** The flag, `updated` in ms (9 digits) and the first character of the stable-id part. */
+/** Format 4's buckets of `t`: the flag, `updated` in ms (9 digits) and the stable id's first character. */
 export const updatedBuckets = (t: readonly [string, string]): [string, string] => [
   t[0].slice(0, 11),
   t[1].slice(0, 11),
@@ -92,26 +88,28 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
     d: row.uid,
     v: row.version_number,
     nb: nameBucket(n),
-    tb: updatedBuckets(updatedKeys(row.updated, row.uid)),
+    u: row.updated.getTime(),
     db: domainBucket(row.uid),
   };
 }
 
-/** A document of format 4: the exact `updated` keys `t` beside the buckets. */
+/** A document of format 4: `updated` as the exact keys `t` and their buckets `tb`. */
 export function toV4OrgDocument(row: OrgRowForIndex): object {
-  return { ...toOrgDocument(row), t: updatedKeys(row.updated, row.uid) };
+  const { u: _u, ...rest } = toOrgDocument(row);
+  const t = updatedKeys(row.updated, row.uid);
+  return { ...rest, t, tb: updatedBuckets(t) };
 }
 
 /** A document of format 3: the exact sort keys without their buckets. */
 export function toV3OrgDocument(row: OrgRowForIndex): object {
-  const { nb: _nb, tb: _tb, db: _db, ...rest } = toOrgDocument(row);
+  const { nb: _nb, u: _u, db: _db, ...rest } = toOrgDocument(row);
   return { ...rest, t: updatedKeys(row.updated, row.uid) };
 }
 
 /** A document of format 2: `updated` as `u`, in ms, tie-broken on `d` by the query. */
 export function toV2OrgDocument(row: OrgRowForIndex): object {
-  const { nb: _nb, tb: _tb, db: _db, ...rest } = toOrgDocument(row);
-  return { ...rest, u: row.updated.getTime() };
+  const { nb: _nb, db: _db, ...rest } = toOrgDocument(row);
+  return rest;
 }
 
 /** Documents for an index of the given format (an upgraded installation may still run an older one). */

@@ -74,13 +74,14 @@ const V4_SORT_RULES: SortRules = {
   byDomain: ['db:asc', 'd:asc'],
 };
 /**
- * Format 5: `updated` is its bucket (`updated` and the stable domain's first character) then the
- * stable domain, the same order as format 4's `t` without two unique strings per Org.
+ * Format 5: `updated` is `u` (ms, one value per Org, shared by an import transaction's Orgs), then
+ * the stable domain's bucket and the stable domain: the order of format 4's `t` without two unique
+ * strings per Org.
  */
 const SORT_RULES: SortRules = {
   ...V4_SORT_RULES,
-  updated: ['tb:asc', 'd:asc'],
-  '-updated': ['tb:desc', 'd:asc'],
+  updated: ['u:asc', 'db:asc', 'd:asc'],
+  '-updated': ['u:desc', 'db:asc', 'd:asc'],
 };
 const V2_SORT_RULES: SortRules = {
   ...V3_SORT_RULES,
