@@ -19,6 +19,7 @@ import { generateRegister } from './register/generate.js';
  *
  *   node --import tsx bench/format-lab.ts [--orgs 300000] [--only v4,v5,v5a,floor]
  *   LAB_COMPARE=v5,v5a node --import tsx bench/format-lab.ts --only v5,v5a
+ *   LAB_DEPTH=4 node --import tsx bench/format-lab.ts --orgs 2000000 --only v5   # as a rebuild posts
  *
  * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
  * - v5: format 5, as shipped (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
@@ -35,6 +36,7 @@ const args = process.argv.slice(2);
 const at = args.indexOf('--orgs');
 const N = at >= 0 ? Number(args[at + 1]) : 300_000;
 const DIR = `/tmp/bizdir-format-lab-${process.pid}`;
+const DEPTH = Number(process.env.LAB_DEPTH ?? 1);
 
 const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
 const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
@@ -104,11 +106,19 @@ try {
     const loadWatch = new MemoryWatch(server.process.pid!);
     await meili.createIndex(uid, { primaryKey: 'id' }).waitTask();
     await meili.index(uid).updateSettings(ORG_INDEX_LOAD_SETTINGS).waitTask({ timeout: 600_000 });
-    for (let i = 0; i < rows.length; i += 20_000)
-      await meili
-        .index(uid)
-        .addDocuments(rows.slice(i, i + 20_000).map((r) => toDoc(r)))
-        .waitTask({ timeout: 3_600_000, interval: 200 });
+    // LAB_DEPTH tasks of 20,000 documents in flight (the rebuild keeps 4: reindex.ts), so that
+    // Meilisearch batches them as it batches a rebuild's; default one at a time.
+    const inFlight: Promise<unknown>[] = [];
+    for (let i = 0; i < rows.length; i += 20_000) {
+      inFlight.push(
+        meili
+          .index(uid)
+          .addDocuments(rows.slice(i, i + 20_000).map((r) => toDoc(r)))
+          .waitTask({ timeout: 3_600_000, interval: 200 }),
+      );
+      if (inFlight.length >= DEPTH) await inFlight.shift();
+    }
+    await Promise.all(inFlight);
     const loaded = Date.now();
     loadWatch.stop();
     const settingsWatch = new MemoryWatch(server.process.pid!);
