@@ -52,17 +52,19 @@ export const ORG_INDEX_LOAD_SETTINGS: Settings = {
   synonyms: {},
 };
 
+/** The name key: "equals" and "starts with" for sort=relevance (every format since 2). */
+const NAME_KEY_FILTER = {
+  attributePatterns: ['n'],
+  features: { facetSearch: false, filter: { equality: true, comparison: true } },
+};
+
 export const ORG_INDEX_SETTINGS: Settings = {
   ...ORG_INDEX_LOAD_SETTINGS,
   filterableAttributes: [
     // Orgs are named in filters by their stable domain `d` (already a sort key), not by `id`: a
     // unique value per Org costs the index 100-150 bytes per Org in each facet database it is in.
     { attributePatterns: ['l', 'd'], features: equalityOnly },
-    // The name key: "equals" and "starts with" for sort=relevance.
-    {
-      attributePatterns: ['n'],
-      features: { facetSearch: false, filter: { equality: true, comparison: true } },
-    },
+    NAME_KEY_FILTER,
   ],
   // `nb` and `db` are coarse buckets of `n` and `d`, sorted on first: Meilisearch then skips whole
   // buckets before a deep page instead of walking every value (org-document.ts). `updated` is `u`
@@ -80,13 +82,7 @@ export function legacySettings(format: 2 | 3 | 4): Settings {
   const sortable = format === 2 ? V2_SORTABLE : format === 3 ? V3_SORTABLE : V4_SORTABLE;
   return {
     ...ORG_INDEX_SETTINGS,
-    filterableAttributes: [
-      { attributePatterns: ['l', 'id'], features: equalityOnly },
-      {
-        attributePatterns: ['n'],
-        features: { facetSearch: false, filter: { equality: true, comparison: true } },
-      },
-    ],
+    filterableAttributes: [{ attributePatterns: ['l', 'id'], features: equalityOnly }, NAME_KEY_FILTER],
     sortableAttributes: [...sortable],
   };
 }
