@@ -7,11 +7,17 @@ export function memory(pid: number): { peak: number; anon: number; file: number 
   return { peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
 }
 
-/** Samples a process's memory every 500 ms: the highest anonymous and file-backed parts seen. */
+/**
+ * Samples a process's memory every 500 ms: the highest anonymous and file-backed parts seen, overall
+ * and per `label` (what the process was doing when sampled, set by the caller), with how long each
+ * label was seen.
+ */
 export class MemoryWatch {
   peakAnon = 0;
   peakFile = 0;
   peakTotal = 0;
+  label = '';
+  readonly byLabel = new Map<string, { anon: number; file: number; samples: number }>();
   private timer: NodeJS.Timeout;
   constructor(private readonly pid: number) {
     this.timer = setInterval(() => this.sample(), 500);
@@ -21,6 +27,21 @@ export class MemoryWatch {
     this.peakAnon = Math.max(this.peakAnon, m.anon);
     this.peakFile = Math.max(this.peakFile, m.file);
     this.peakTotal = Math.max(this.peakTotal, m.anon + m.file);
+    if (this.label) {
+      const seen = this.byLabel.get(this.label) ?? { anon: 0, file: 0, samples: 0 };
+      seen.anon = Math.max(seen.anon, m.anon);
+      seen.file = Math.max(seen.file, m.file);
+      seen.samples += 1;
+      this.byLabel.set(this.label, seen);
+    }
+  }
+  /** One line per label, in the order first seen: peaks in MiB and about how long (500 ms samples). */
+  labelLines(): string[] {
+    const mib = (b: number) => Math.round(b / 2 ** 20).toLocaleString('en');
+    return [...this.byLabel].map(
+      ([label, p]) =>
+        `${label}: anon ${mib(p.anon)} MiB, file-backed ${mib(p.file)} MiB, ~${Math.round(p.samples / 2)} s`,
+    );
   }
   stop() {
     clearInterval(this.timer);

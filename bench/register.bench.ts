@@ -269,6 +269,27 @@ async function main() {
   let worker: ChildProcess | undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   const watch = new MemoryWatch(meiliPid);
+  // Each memory sample is labelled with the bench's phase and the task Meilisearch is processing
+  // (its type, and which index: the live one, a catch-up or a reindex build), so a peak is placed.
+  let phase = 'setup';
+  let polling = true;
+  const labelPoll = (async () => {
+    while (polling) {
+      const task = await meili.tasks
+        .getTasks({ statuses: ['processing'], limit: 1 })
+        .then((r) => r.results[0])
+        .catch(() => undefined);
+      const which = task?.indexUid?.includes('__catchup_')
+        ? 'catch-up build'
+        : task?.indexUid?.includes('__build_')
+          ? 'reindex build'
+          : task?.indexUid
+            ? 'live index'
+            : '';
+      watch.label = task ? `${phase}: ${task.type} (${which || 'no index'})` : `${phase}: idle`;
+      await sleep(1000);
+    }
+  })();
   try {
     await migrateToLatest(db);
     await ensureOrgIndex(meili, INDEX);
@@ -277,6 +298,7 @@ async function main() {
     // Import (unless reusing a kept run), then wait for the index to catch up.
     let t = Date.now();
     figures.orgs = ORGS;
+    phase = 'import';
     if (REUSE === undefined) {
       const code = await waitExit(bizdir(['import', 'registrar', ...reg.files, '--wait'], env));
       if (code !== 0) throw new Error(`import exited ${code}`);
@@ -289,6 +311,7 @@ async function main() {
       report('import', `none: reusing run ${REUSE}`);
     }
     // A backlog this size is caught up by a rebuild (search/catch-up.ts): note when it ran.
+    phase = 'after the import';
     let rebuildSeen: number | undefined;
     let rebuildGone: number | undefined;
     for (;;) {
@@ -321,6 +344,7 @@ async function main() {
       `peak ${mb(memory(meiliPid).peak)} MiB (anon peak ${mb(watch.peakAnon)}, file-backed peak ${mb(watch.peakFile)})`,
     );
 
+    phase = 'queries';
     // API with auth and credits, in this process.
     const config = loadConfig({ ...env, DOMAIN_SUFFIX: 'bizdir.bench', LOG_LEVEL: 'silent' });
     app = await buildApp({ config });
@@ -518,6 +542,11 @@ async function main() {
       );
     }
     watch.stop();
+    polling = false;
+    await labelPoll;
+    console.log('  Meilisearch memory by phase and task it was processing (500 ms samples):');
+    for (const line of watch.labelLines()) console.log(`    ${line}`);
+    await printBatches(meili);
     figures.meiliPeakRssMiB = Math.round(memory(meiliPid).peak / 2 ** 20);
     report(
       'Meilisearch peak RSS',
@@ -578,6 +607,7 @@ async function main() {
     console.log(JSON.stringify({ registerBench: figures }, null, 2));
   } finally {
     watch.stop();
+    polling = false;
     await app?.close().catch(() => {});
     if (worker) {
       worker.kill('SIGTERM');
@@ -601,6 +631,56 @@ async function main() {
       );
     else rmSync(MEILI_DIR, { recursive: true, force: true });
   }
+}
+
+/**
+ * Meilisearch's batches (the tasks it processed together), grouped by index and task type: how
+ * many, the most tasks and documents in one, and their total and longest time.
+ */
+async function printBatches(meili: Meilisearch): Promise<void> {
+  const groups = new Map<string, { n: number; tasks: number; docs: number; ms: number; longest: number }>();
+  let from: number | undefined;
+  for (;;) {
+    const page = await meili.batches.getBatches({ limit: 1000, ...(from === undefined ? {} : { from }) });
+    for (const b of page.results) {
+      const uids = Object.keys(b.stats.indexUids ?? {});
+      const kind = uids.some((u) => u.includes('__catchup_'))
+        ? 'catch-up build'
+        : uids.some((u) => u.includes('__build_'))
+          ? 'reindex build'
+          : uids.length > 0
+            ? 'live index'
+            : 'no index';
+      const types = Object.keys(b.stats.types ?? {}).join('+');
+      const key = `${kind}, ${types}`;
+      const ms = durationMs(b.duration);
+      const g = groups.get(key) ?? { n: 0, tasks: 0, docs: 0, ms: 0, longest: 0 };
+      g.n += 1;
+      g.tasks = Math.max(g.tasks, b.stats.totalNbTasks);
+      g.docs = Math.max(g.docs, Number((b.details as { receivedDocuments?: number }).receivedDocuments ?? 0));
+      g.ms += ms;
+      g.longest = Math.max(g.longest, ms);
+      groups.set(key, g);
+    }
+    if (page.next === null || page.next === undefined) break;
+    from = page.next;
+  }
+  console.log(
+    '  Meilisearch batches (index, task types: count, most tasks and documents in one, total and longest time):',
+  );
+  for (const [key, g] of groups)
+    console.log(
+      `    ${key}: ${g.n} batches, up to ${g.tasks} tasks and ${g.docs} documents, ${(g.ms / 1000).toFixed(1)} s in all, longest ${(g.longest / 1000).toFixed(1)} s`,
+    );
+}
+
+/** An ISO 8601 duration as Meilisearch writes it (PT1.234S, PT2M3.4S, PT1H2M3S) in ms. */
+function durationMs(iso: string | null | undefined): number {
+  const m = /^P(?:(\d+)D)?T?(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?$/.exec(iso ?? '');
+  if (!m) return 0;
+  return (
+    (((Number(m[1] ?? 0) * 24 + Number(m[2] ?? 0)) * 60 + Number(m[3] ?? 0)) * 60 + Number(m[4] ?? 0)) * 1000
+  );
 }
 
 await main();
