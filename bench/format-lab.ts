@@ -25,7 +25,8 @@ import { generateRegister } from './register/generate.js';
  * - v5: format 5, as shipped (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
  * - v5tb: the first candidate for format 5 (`updated` sorted on format 4's buckets `tb`, then `d`);
  * - v5a: v5tb with `tb` one value per Org, `updated` in ms alone;
- * - floor: the words and links alone, no sort.
+ * - floor: the words and links alone, no sort;
+ * - coarse, coarseq: the buckets alone as facets (`nb`, `u`, `db`), no exact `n` or `d` (sizes only).
  *
  * Prints build time, bytes per Org and stored-document bytes of each, then for two of them
  * (LAB_COMPARE, default v4,v5) Meilisearch's own processingTimeMs (median of five) of the pages the
@@ -81,6 +82,43 @@ const floorSettings: Settings = {
   ],
 };
 
+/**
+ * Coarse keys only (a candidate for a format 6): the exact keys `n` and `d` are no longer facets
+ * (`n` stays in the stored document), so Meilisearch orders only by buckets and the exact order
+ * inside the buckets a page touches would be restored outside it. `coarse` keeps format 5's
+ * bucket widths (3 characters of `n`, 2 of `d`). Prefixes of the name key make very uneven
+ * buckets (at 5.7M one 3-character bucket holds 284,330 names), so `coarseq` has equal buckets:
+ * `nb` is the name's rank in name order over 100 (a number), `db` 3 characters of `d`.
+ */
+const coarseDoc = (row: OrgRowForIndex) => {
+  const { d, nb: _nb, db: _db, ...rest } = toOrgDocument(row);
+  return { ...rest, nb: rest.n.slice(0, 3), db: d.slice(0, 2) };
+};
+const nameRank = new Map<number, number>();
+const coarseqDoc = (row: OrgRowForIndex) => {
+  if (nameRank.size === 0) {
+    const keyed = rows.map((r) => ({ id: r.id, n: toOrgDocument(r).n }));
+    keyed.sort((a, b) => (a.n < b.n ? -1 : a.n > b.n ? 1 : 0));
+    keyed.forEach((k, i) => nameRank.set(k.id, i));
+  }
+  const { d, nb: _nb, db: _db, ...rest } = toOrgDocument(row);
+  return { ...rest, nb: Math.floor(nameRank.get(row.id)! / 100), db: d.slice(0, 3) };
+};
+const coarseSettings: Settings = {
+  ...ORG_INDEX_LOAD_SETTINGS,
+  filterableAttributes: [
+    {
+      attributePatterns: ['l'],
+      features: { facetSearch: false, filter: { equality: true, comparison: false } },
+    },
+    {
+      attributePatterns: ['nb', 'db'],
+      features: { facetSearch: false, filter: { equality: true, comparison: true } },
+    },
+  ],
+  sortableAttributes: ['nb', 'u', 'db'],
+};
+
 rmSync(DIR, { recursive: true, force: true });
 const server = await startMeiliServer({
   dataDir: DIR,
@@ -89,7 +127,7 @@ const server = await startMeiliServer({
 });
 const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
 const onlyAt = args.indexOf('--only');
-const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v5tb,v5a,floor').split(',');
+const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v5tb,v5a,floor,coarse,coarseq').split(',');
 try {
   let before = (await meili.getStats()).usedDatabaseSize;
   let beforeFile = (await meili.getStats()).databaseSize;
@@ -99,6 +137,8 @@ try {
     ['v5tb', v5tbSettings, v5tbDoc],
     ['v5a', v5tbSettings, v5aDoc],
     ['floor', floorSettings, floorDoc],
+    ['coarse', coarseSettings, coarseDoc],
+    ['coarseq', coarseSettings, coarseqDoc],
   ] as const;
   for (const [uid, settings, toDoc] of formats) {
     if (!only.includes(uid)) continue;
