@@ -40,7 +40,9 @@ const equalityOnly = { facetSearch: false, filter: { equality: true, comparison:
 /** What the index needs to be searched and synced; the sort and filter structures come after a bulk load. */
 export const ORG_INDEX_LOAD_SETTINGS: Settings = {
   searchableAttributes: ['g'],
-  displayedAttributes: ['id', 'd', 'v', 'n'],
+  // `n`, `d` and `u` are the exact keys of every order: a page whose true suspects are merged in
+  // here (org-search.ts) is ordered on them.
+  displayedAttributes: ['id', 'd', 'v', 'n', 'u'],
   rankingRules: ['sort'],
   typoTolerance: { enabled: false },
   proximityPrecision: 'byAttribute',

@@ -115,6 +115,84 @@ const orgNotIn = (deps: OrgSearchDeps, ids: Iterable<number>) => `NOT ${orgIn(de
 interface Resolved {
   q: string;
   filters: string[];
+  /**
+   * The suspects found true, with their keys (format 5): the Orgs `filters` adds to the unchecked
+   * query's answer. Absent when there were none or the format cannot merge them (mergeTrue).
+   */
+  truly?: Keyed[];
+}
+
+/** An Org with the exact keys of every order (format 5's displayed `n`, `d`, `u`). */
+interface Keyed {
+  id: number;
+  n: string;
+  d: string;
+  u: number;
+}
+
+type KeyedOrder = (a: Keyed, b: Keyed) => number;
+
+const cmpStr = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Meilisearch's orders of format 5 on the exact keys (SORT_RULES: a bucket is a prefix of its key,
+ * and `db` of `d`, so neither changes the order). Strings compare as bytes, as Meilisearch's facet
+ * values of these ASCII keys do.
+ */
+const KEYED_ORDERS: Record<Exclude<OrgSort, 'relevance'> | 'byDomain', KeyedOrder> = {
+  name: (a, b) => cmpStr(a.n, b.n) || cmpStr(a.d, b.d),
+  '-name': (a, b) => cmpStr(b.n, a.n) || cmpStr(a.d, b.d),
+  updated: (a, b) => a.u - b.u || cmpStr(a.d, b.d),
+  '-updated': (a, b) => b.u - a.u || cmpStr(a.d, b.d),
+  byDomain: (a, b) => cmpStr(a.d, b.d),
+};
+
+/** The hits as Keyed, or null when one lacks a key (an index whose settings predate `u` displayed). */
+function keyedHits(hits: readonly Record<string, unknown>[]): Keyed[] | null {
+  const out: Keyed[] = [];
+  for (const h of hits) {
+    if (typeof h.n !== 'string' || typeof h.d !== 'string' || typeof h.u !== 'number') return null;
+    out.push({ id: Number(h.id), n: h.n, d: h.d, u: h.u });
+  }
+  return out;
+}
+
+/**
+ * True suspects merged into a page here instead of asking Meilisearch again. When a term's suspects
+ * hold true matches, the exact answer is the unchecked candidates' plus those few, and the page
+ * asked for while the suspects were checked (`guess`) started MERGE_BUDGET positions early: every
+ * true suspect that sorts before the page shifts it by one, and as long as at most MERGE_BUDGET do,
+ * the page is the merge of the guess's hits and the true suspects. Otherwise, or when the hits
+ * cannot show where the page ends, the exact query is asked as before.
+ */
+export const MERGE_BUDGET = 20;
+
+/**
+ * The ids at [offset, offset + limit) of the order `cmp` over A ∪ T, given A's hits from position
+ * `from` to `offset + limit` (fewer where A ends) and all of T; null when they do not place the
+ * page: the true suspects that sort before the first hit are more than `offset - from`, so where
+ * among A's earlier Orgs they fall is unknown.
+ *
+ * The page never runs past the last hit into Orgs of A that were not asked for: with H hits asked,
+ * the page ends at merged index H - 1 - (suspects before the first hit), and the last hit is at
+ * H - 1 or later.
+ */
+export function mergeTrue(
+  hits: readonly Keyed[],
+  from: number,
+  truly: readonly Keyed[],
+  offset: number,
+  limit: number,
+  cmp: KeyedOrder,
+): number[] | null {
+  if (from > 0 && hits.length === 0) return null;
+  const sorted = [...truly].sort(cmp);
+  // Position of the first hit in the whole order: `from`, plus the true suspects before it.
+  const before = from > 0 ? sorted.filter((t) => cmp(t, hits[0]!) < 0).length : 0;
+  const start = offset - (from + before);
+  if (start < 0) return null;
+  const merged = [...hits, ...sorted.slice(before)].sort(cmp);
+  return merged.slice(start, start + limit).map((h) => h.id);
 }
 
 type Params = Omit<SearchParams, 'q'>;
@@ -187,12 +265,17 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
     // Each suspect is checked against the folded name its own document holds, decoded from its
     // sort key `n`: no round trip to Postgres (thousands of random reads at the register's size),
     // and the answer is the index's own, like every other part of it.
-    const suspects = await readAll(deps, q, [`l IN ${linkList}`], ['id', 'n']);
+    const suspects = await readAll(deps, q, [`l IN ${linkList}`], ['id', 'n', 'd', 'u']);
     if (suspects.length === 0) return unchecked;
-    const truly = suspects
-      .filter((hit) => termMatches(decodeNameKey(String(hit.n)), folded))
-      .map((hit) => Number(hit.id));
-    return truly.length > 0 ? { q, filters: [`(NOT l IN ${linkList}) OR ${orgIn(deps, truly)}`] } : unchecked;
+    const trueHits = suspects.filter((hit) => termMatches(decodeNameKey(String(hit.n)), folded));
+    if (trueHits.length === 0) return unchecked;
+    const truly = trueHits.map((hit) => Number(hit.id));
+    const keyed = (deps.format ?? 5) >= 5 ? keyedHits(trueHits) : null;
+    return {
+      q,
+      filters: [`(NOT l IN ${linkList}) OR ${orgIn(deps, truly)}`],
+      ...(keyed ? { truly: keyed } : {}),
+    };
   })();
   return { unchecked, resolved };
 }
@@ -293,12 +376,33 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
   const extra = await domainOnly(deps, folded, query.domainOrgIds);
   if (extra.length === 0) {
     // Most terms have no true suspect: the page of the unchecked candidates is then the answer, so
-    // it is asked for while the suspects are checked, and asked again only if one was true.
-    const guess = sortedPage(deps, term.unchecked.q, term.unchecked.filters, sort, query.limit, query.offset);
+    // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (format 5), so
+    // that a few true suspects are merged into it here; more, and the exact query is asked.
+    const merging = (deps.format ?? 5) >= 5;
+    const from = merging ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
+    const asked = query.limit + (query.offset - from);
+    const guess = search(deps, term.unchecked.q, {
+      filter: term.unchecked.filters,
+      sort,
+      limit: asked,
+      offset: from,
+      attributesToRetrieve: merging ? ['id', 'n', 'd', 'u'] : ['id'],
+    });
     // Awaited below, or superseded by the exact query (its failure then changes nothing).
     guess.catch(() => undefined);
     const match = await term.resolved;
-    if (match === term.unchecked) return guess;
+    if (match === term.unchecked) {
+      const res = await guess;
+      const skip = query.offset - from;
+      return { ids: idsOf(res).slice(skip, skip + query.limit), total: res.estimatedTotalHits ?? 0 };
+    }
+    if (match.truly) {
+      const res = await guess;
+      const hits = keyedHits(res.hits);
+      const ids =
+        hits && mergeTrue(hits, from, match.truly, query.offset, query.limit, KEYED_ORDERS[query.sort]);
+      if (ids) return { ids, total: (res.estimatedTotalHits ?? 0) + match.truly.length };
+    }
     return sortedPage(deps, match.q, match.filters, sort, query.limit, query.offset);
   }
   const match = await term.resolved;
@@ -335,28 +439,82 @@ async function relevancePage(
   const equal = readAllIds(deps, '', [`n = ${key}`]);
   // Usually no Org's domain or whole name equals the term and no suspect is true: the tiers of the
   // unchecked candidates are then the answer, so they are asked for while that is being found out.
+  // Its third tier starts MERGE_BUDGET early (format 5), so that a few true suspects are merged
+  // into it here.
+  const budget = (deps.format ?? 5) >= 5 ? MERGE_BUDGET : 0;
   const guess =
-    query.domainOrgIds.length === 0 ? tieredPage(deps, term.unchecked, [], startsWith, query) : undefined;
+    query.domainOrgIds.length === 0
+      ? tieredPage(deps, term.unchecked, [], startsWith, query, budget)
+      : undefined;
   // Awaited below, or superseded by the exact tiers (its failure then changes nothing).
   guess?.catch(() => undefined);
   const [match, equalIds] = await Promise.all([term.resolved, equal]);
-  if (guess && match === term.unchecked && equalIds.length === 0) return guess;
+  if (guess && equalIds.length === 0) {
+    if (match === term.unchecked) return (await guess).page;
+    if (match.truly) {
+      // True suspects whose name starts with the term are in the second tier already (a filter on
+      // the name key alone); the others join the third.
+      const prefix = nameSortKey(folded);
+      const joining = match.truly.filter((t) => !t.n.startsWith(prefix));
+      const merged = mergeThirdTier(await guess, joining);
+      if (merged) return merged;
+    }
+  }
   const firstIds = [...new Set([...query.domainOrgIds, ...equalIds])];
   const firstRows = await deps.namesOf(firstIds);
   const first = [...firstRows]
     .sort(([, a], [, b]) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))
     .map(([id]) => id);
-  return tieredPage(deps, match, first, startsWith, query);
+  return (await tieredPage(deps, match, first, startsWith, query)).page;
 }
 
-/** The relevance tiers of an exact term query, given the first tier (ids in stable-domain order). */
+/** A page of the relevance tiers, with what merging more Orgs into its third tier needs. */
+interface TieredPage {
+  page: OrgSearchPage;
+  /** The ids of the first two tiers on the page. */
+  head: number[];
+  /** The third tier's part of the page: its position in the tier and its length. */
+  restOffset: number;
+  restLimit: number;
+  /** The third tier's hits as asked (from position `restFrom` to the page's end) and its size. */
+  restHits: Record<string, unknown>[];
+  restFrom: number;
+  restTotal: number;
+}
+
+/**
+ * The page with `joining` (true suspects of the third tier, with their keys) added to that tier,
+ * or null when the hits asked for do not determine it (mergeTrue).
+ */
+function mergeThirdTier(tiered: TieredPage, joining: readonly Keyed[]): OrgSearchPage | null {
+  const total = tiered.page.total + joining.length;
+  if (tiered.restLimit === 0) return { ids: tiered.head, total };
+  const hits = keyedHits(tiered.restHits);
+  if (!hits) return null;
+  const rest = mergeTrue(
+    hits,
+    tiered.restFrom,
+    joining,
+    tiered.restOffset,
+    tiered.restLimit,
+    KEYED_ORDERS.byDomain,
+  );
+  return rest ? { ids: [...tiered.head, ...rest], total } : null;
+}
+
+/**
+ * The relevance tiers of an exact term query, given the first tier (ids in stable-domain order).
+ * `early`: the third tier's page is asked for that many positions early, with the keys (format 5),
+ * for mergeThirdTier.
+ */
 async function tieredPage(
   deps: OrgSearchDeps,
   match: Resolved,
   first: number[],
   startsWith: string,
   query: OrgSearchQuery,
-): Promise<OrgSearchPage> {
+  early = 0,
+): Promise<TieredPage> {
   const notFirst = first.length > 0 ? [orgNotIn(deps, first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
@@ -372,19 +530,28 @@ async function tieredPage(
     attributesToRetrieve: ['id'],
   });
   const s = secondRes.estimatedTotalHits ?? 0;
-  const restFrom = Math.max(0, offset - f - s);
+  const restOffset = Math.max(0, offset - f - s);
+  const restLimit = Math.max(0, Math.min(limit, offset + limit - f - s - restOffset));
+  const restFrom = restLimit > 0 ? Math.max(0, restOffset - early) : restOffset;
+  const restAsked = restLimit > 0 ? restLimit + (restOffset - restFrom) : 0;
   const restRes = await search(deps, rest.q, {
     filter: rest.filters,
     sort: sortRules(deps).byDomain,
     offset: restFrom,
-    limit: Math.max(0, Math.min(limit, offset + limit - f - s - restFrom)),
-    attributesToRetrieve: ['id'],
+    limit: restAsked,
+    attributesToRetrieve: early > 0 ? ['id', 'n', 'd', 'u'] : ['id'],
   });
   const inSecond = Math.max(0, Math.min(s, offset + limit - f) - Math.max(0, offset - f));
-  const ids = [
-    ...first.slice(offset, offset + limit),
-    ...idsOf(secondRes).slice(0, inSecond),
-    ...idsOf(restRes),
-  ];
-  return { ids, total: f + s + (restRes.estimatedTotalHits ?? 0) };
+  const head = [...first.slice(offset, offset + limit), ...idsOf(secondRes).slice(0, inSecond)];
+  const restTotal = restRes.estimatedTotalHits ?? 0;
+  const skip = restOffset - restFrom;
+  return {
+    page: { ids: [...head, ...idsOf(restRes).slice(skip, skip + restLimit)], total: f + s + restTotal },
+    head,
+    restOffset,
+    restLimit,
+    restHits: restRes.hits,
+    restFrom,
+    restTotal,
+  };
 }
