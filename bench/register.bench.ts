@@ -268,6 +268,7 @@ async function main() {
   };
   let worker: ChildProcess | undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  const benchStarted = Date.now();
   const watch = new MemoryWatch(meiliPid);
   // Each memory sample is labelled with the bench's phase and the task Meilisearch is processing
   // (its type, and which index: the live one, a catch-up or a reindex build), so a peak is placed.
@@ -546,7 +547,7 @@ async function main() {
     await labelPoll;
     console.log('  Meilisearch memory by phase and task it was processing (500 ms samples):');
     for (const line of watch.labelLines()) console.log(`    ${line}`);
-    await printBatches(meili);
+    await printBatches(meili, benchStarted);
     figures.meiliPeakRssMiB = Math.round(memory(meiliPid).peak / 2 ** 20);
     report(
       'Meilisearch peak RSS',
@@ -634,15 +635,17 @@ async function main() {
 }
 
 /**
- * Meilisearch's batches (the tasks it processed together), grouped by index and task type: how
- * many, the most tasks and documents in one, and their total and longest time.
+ * Meilisearch's batches since `since` (the tasks it processed together), grouped by index and task
+ * type: how many, the most tasks and documents in one, and their total and longest time.
  */
-async function printBatches(meili: Meilisearch): Promise<void> {
+async function printBatches(meili: Meilisearch, since: number): Promise<void> {
   const groups = new Map<string, { n: number; tasks: number; docs: number; ms: number; longest: number }>();
   let from: number | undefined;
   for (;;) {
     const page = await meili.batches.getBatches({ limit: 1000, ...(from === undefined ? {} : { from }) });
     for (const b of page.results) {
+      // A kept Meilisearch (--reuse) also holds the batches of the run that built it.
+      if (Date.parse(b.startedAt) < since) continue;
       const uids = Object.keys(b.stats.indexUids ?? {});
       const kind = uids.some((u) => u.includes('__catchup_'))
         ? 'catch-up build'

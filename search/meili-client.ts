@@ -72,7 +72,7 @@ export async function meiliCall<T>(fn: () => Promise<T>): Promise<T> {
  * read of 96 ids took 44-52 ms with `processingTimeMs` 1, and 4-12 ms on a fresh connection, which
  * starts in quick-acknowledgement mode (docs/search.md). Pages of up to 40 ids keep the kept-alive
  * connections, so the extra connections (and their TIME_WAIT sockets) are only for the large reads;
- * search/org-search.ts chooses by the page's limit.
+ * search/org-search.ts chooses by the answer's estimated size (ids only, or with keys).
  */
 export const LARGE_ANSWER = 40;
 const freshConnections = new Agent({ pipelining: 0 });

@@ -147,14 +147,58 @@ const KEYED_ORDERS: Record<Exclude<OrgSort, 'relevance'> | 'byDomain', KeyedOrde
   byDomain: (a, b) => cmpStr(a.d, b.d),
 };
 
-/** The hits as Keyed, or null when one lacks a key (an index whose settings predate `u` displayed). */
-function keyedHits(hits: readonly Record<string, unknown>[]): Keyed[] | null {
+/** The key a sort needs from the documents besides `d`, which the API computes from the id. */
+const KEY_FIELD: Record<Exclude<OrgSort, 'relevance'> | 'byDomain', 'n' | 'u' | null> = {
+  name: 'n',
+  '-name': 'n',
+  updated: 'u',
+  '-updated': 'u',
+  byDomain: null,
+};
+
+/**
+ * Hits as Keyed (`d` from the id, `bizdirUid`), or null when one lacks the key `field` (an index
+ * whose settings predate `u` displayed). A key not read is left empty: the order does not use it.
+ */
+function keyedHits(hits: readonly Record<string, unknown>[], field: 'n' | 'u' | null): Keyed[] | null {
   const out: Keyed[] = [];
   for (const h of hits) {
-    if (typeof h.n !== 'string' || typeof h.d !== 'string' || typeof h.u !== 'number') return null;
-    out.push({ id: Number(h.id), n: h.n, d: h.d, u: h.u });
+    if (field === 'n' && typeof h.n !== 'string') return null;
+    if (field === 'u' && typeof h.u !== 'number') return null;
+    const id = Number(h.id);
+    out.push({
+      id,
+      n: field === 'n' ? String(h.n) : '',
+      d: bizdirUid(id),
+      u: field === 'u' ? Number(h.u) : 0,
+    });
   }
   return out;
+}
+
+/**
+ * The page's hits with the key their order needs, read by id: a filter on `d` without a sort, a
+ * few milliseconds where the exact sorted query deep in a large set takes tens.
+ */
+async function keyed(
+  deps: OrgSearchDeps,
+  ids: readonly number[],
+  field: 'n' | 'u' | null,
+): Promise<Keyed[] | null> {
+  if (field === null || ids.length === 0)
+    return keyedHits(
+      ids.map((id) => ({ id })),
+      null,
+    );
+  const res = await search(deps, '', {
+    filter: [orgIn(deps, ids)],
+    limit: ids.length,
+    attributesToRetrieve: ['id', field],
+  });
+  const byId = new Map(res.hits.map((h) => [Number(h.id), h]));
+  // In the page's order; an id the filter no longer finds (just deleted) cannot be placed.
+  const hits = ids.map((id) => byId.get(id));
+  return hits.every((h) => h !== undefined) ? keyedHits(hits, field) : null;
 }
 
 /**
@@ -197,6 +241,20 @@ export function mergeTrue(
 
 type Params = Omit<SearchParams, 'q'>;
 
+/** About what one hit of ids only takes in an answer (`{"id":1234567},`). */
+const ID_BYTES = 17;
+
+/**
+ * About how large an answer is: a hit with more than its id (a name key, `u`) takes about four
+ * times an id's bytes (`{"id":1234567,"n":"…"}`), so 40 such hits already pass the size that a
+ * kept-alive connection delays (meili-client.ts LARGE_ANSWER).
+ */
+function answerBytes(params: Params): number {
+  const fields = params.attributesToRetrieve;
+  const idsOnly = fields !== undefined && fields.length === 1 && fields[0] === 'id';
+  return (params.limit ?? 20) * ID_BYTES * (idsOnly ? 1 : 4);
+}
+
 async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<SearchResponse> {
   const index = deps.meili.index(deps.indexUid);
   const { filter, ...rest } = params;
@@ -213,7 +271,7 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
         ...rest,
         ...(filters.length > 0 ? { filter: filters } : {}),
       },
-      (params.limit ?? 20) > LARGE_ANSWER ? LARGE_ANSWER_INIT : undefined,
+      answerBytes(params) > LARGE_ANSWER * ID_BYTES ? LARGE_ANSWER_INIT : undefined,
     ),
   );
 }
@@ -265,16 +323,18 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
     // Each suspect is checked against the folded name its own document holds, decoded from its
     // sort key `n`: no round trip to Postgres (thousands of random reads at the register's size),
     // and the answer is the index's own, like every other part of it.
-    const suspects = await readAll(deps, q, [`l IN ${linkList}`], ['id', 'n', 'd', 'u']);
+    const merging = (deps.format ?? 5) >= 5;
+    const suspects = await readAll(deps, q, [`l IN ${linkList}`], merging ? ['id', 'n', 'u'] : ['id', 'n']);
     if (suspects.length === 0) return unchecked;
     const trueHits = suspects.filter((hit) => termMatches(decodeNameKey(String(hit.n)), folded));
     if (trueHits.length === 0) return unchecked;
     const truly = trueHits.map((hit) => Number(hit.id));
-    const keyed = (deps.format ?? 5) >= 5 ? keyedHits(trueHits) : null;
+    const withKeys = merging ? keyedHits(trueHits, 'n') : null;
+    const withU = merging ? keyedHits(trueHits, 'u') : null;
     return {
       q,
       filters: [`(NOT l IN ${linkList}) OR ${orgIn(deps, truly)}`],
-      ...(keyed ? { truly: keyed } : {}),
+      ...(withKeys && withU ? { truly: withKeys.map((k, i) => ({ ...k, u: withU[i]!.u })) } : {}),
     };
   })();
   return { unchecked, resolved };
@@ -386,7 +446,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
       sort,
       limit: asked,
       offset: from,
-      attributesToRetrieve: merging ? ['id', 'n', 'd', 'u'] : ['id'],
+      attributesToRetrieve: ['id'],
     });
     // Awaited below, or superseded by the exact query (its failure then changes nothing).
     guess.catch(() => undefined);
@@ -398,7 +458,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
     }
     if (match.truly) {
       const res = await guess;
-      const hits = keyedHits(res.hits);
+      const hits = await keyed(deps, idsOf(res), KEY_FIELD[query.sort]);
       const ids =
         hits && mergeTrue(hits, from, match.truly, query.offset, query.limit, KEYED_ORDERS[query.sort]);
       if (ids) return { ids, total: (res.estimatedTotalHits ?? 0) + match.truly.length };
@@ -489,7 +549,8 @@ interface TieredPage {
 function mergeThirdTier(tiered: TieredPage, joining: readonly Keyed[]): OrgSearchPage | null {
   const total = tiered.page.total + joining.length;
   if (tiered.restLimit === 0) return { ids: tiered.head, total };
-  const hits = keyedHits(tiered.restHits);
+  // The third tier is ordered by stable domain, which the API computes from the ids.
+  const hits = keyedHits(tiered.restHits, null);
   if (!hits) return null;
   const rest = mergeTrue(
     hits,
@@ -539,7 +600,7 @@ async function tieredPage(
     sort: sortRules(deps).byDomain,
     offset: restFrom,
     limit: restAsked,
-    attributesToRetrieve: early > 0 ? ['id', 'n', 'd', 'u'] : ['id'],
+    attributesToRetrieve: ['id'],
   });
   const inSecond = Math.max(0, Math.min(s, offset + limit - f) - Math.max(0, offset - f));
   const head = [...first.slice(offset, offset + limit), ...idsOf(secondRes).slice(0, inSecond)];
