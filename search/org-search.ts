@@ -209,7 +209,7 @@ async function keyed(
  * the page is the merge of the guess's hits and the true suspects. Otherwise, or when the hits
  * cannot show where the page ends, the exact query is asked as before.
  */
-export const MERGE_BUDGET = 20;
+export const MERGE_BUDGET = 100;
 
 /**
  * The ids at [offset, offset + limit) of the order `cmp` over A ∪ T, given A's hits from position

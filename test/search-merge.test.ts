@@ -54,7 +54,8 @@ describe('mergeTrue', () => {
       const truly = all.filter((k) => isTrue.has(k.id));
       const limit = 1 + rand(25);
       const offset = rand(size + 5);
-      const from = Math.max(0, offset - MERGE_BUDGET);
+      // Asked early by MERGE_BUDGET or less, so that some pages cannot be placed.
+      const from = Math.max(0, offset - rand(Math.min(MERGE_BUDGET, 30) + 1));
       const asked = limit + (offset - from);
       const hits = others.slice(from, from + asked);
       const got = mergeTrue(hits, from, truly, offset, limit, cmp);
