@@ -99,7 +99,7 @@ const coarseqDoc = (row: OrgRowForIndex) => {
   if (nameRank.size === 0) {
     const keyed = rows.map((r) => ({ id: r.id, n: toOrgDocument(r).n }));
     keyed.sort((a, b) => (a.n < b.n ? -1 : a.n > b.n ? 1 : 0));
-    keyed.forEach((k, i) => nameRank.set(k.id, i));
+    for (const [i, k] of keyed.entries()) nameRank.set(k.id, i);
   }
   const { d, nb: _nb, db: _db, ...rest } = toOrgDocument(row);
   return { ...rest, nb: Math.floor(nameRank.get(row.id)! / 100), db: d.slice(0, 3) };
