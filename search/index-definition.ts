@@ -40,8 +40,8 @@ const equalityOnly = { facetSearch: false, filter: { equality: true, comparison:
 /** What the index needs to be searched and synced; the sort and filter structures come after a bulk load. */
 export const ORG_INDEX_LOAD_SETTINGS: Settings = {
   searchableAttributes: ['g'],
-  // `n`, `d` and `u` are the exact keys of every order: a page whose true suspects are merged in
-  // here (org-search.ts) is ordered on them.
+  // `n` and `u` are the keys of the name and `updated` orders (`d` the API computes from the id):
+  // org-search.ts reads them to merge a term's true suspects into a page.
   displayedAttributes: ['id', 'd', 'v', 'n', 'u'],
   rankingRules: ['sort'],
   typoTolerance: { enabled: false },

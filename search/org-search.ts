@@ -117,10 +117,13 @@ interface Resolved {
   filters: string[];
   /**
    * The suspects found true, with their keys (format 5): the Orgs `filters` adds to the unchecked
-   * query's answer. Absent when there were none or the format cannot merge them (mergeTrue).
+   * query's answer. Absent when there were none or the index cannot merge them (mergeTrue).
    */
   truly?: Keyed[];
 }
+
+/** Format 5 displays the keys a merge of true suspects orders on (`n`, `u`; `d` comes from the id). */
+const canMerge = (deps: OrgSearchDeps) => (deps.format ?? 5) >= 5;
 
 /** An Org with the exact keys of every order (format 5's displayed `n`, `d`, `u`). */
 interface Keyed {
@@ -157,21 +160,16 @@ const KEY_FIELD: Record<Exclude<OrgSort, 'relevance'> | 'byDomain', 'n' | 'u' | 
 };
 
 /**
- * Hits as Keyed (`d` from the id, `bizdirUid`), or null when one lacks the key `field` (an index
+ * Hits as Keyed (`d` from the id, `bizdirUid`), or null when one lacks a key of `need` (an index
  * whose settings predate `u` displayed). A key not read is left empty: the order does not use it.
  */
-function keyedHits(hits: readonly Record<string, unknown>[], field: 'n' | 'u' | null): Keyed[] | null {
+function keyedHits(hits: readonly Record<string, unknown>[], need: readonly ('n' | 'u')[]): Keyed[] | null {
   const out: Keyed[] = [];
   for (const h of hits) {
-    if (field === 'n' && typeof h.n !== 'string') return null;
-    if (field === 'u' && typeof h.u !== 'number') return null;
+    if (need.includes('n') && typeof h.n !== 'string') return null;
+    if (need.includes('u') && typeof h.u !== 'number') return null;
     const id = Number(h.id);
-    out.push({
-      id,
-      n: field === 'n' ? String(h.n) : '',
-      d: bizdirUid(id),
-      u: field === 'u' ? Number(h.u) : 0,
-    });
+    out.push({ id, n: typeof h.n === 'string' ? h.n : '', d: bizdirUid(id), u: Number(h.u ?? 0) });
   }
   return out;
 }
@@ -188,7 +186,7 @@ async function keyed(
   if (field === null || ids.length === 0)
     return keyedHits(
       ids.map((id) => ({ id })),
-      null,
+      [],
     );
   const res = await search(deps, '', {
     filter: [orgIn(deps, ids)],
@@ -198,7 +196,7 @@ async function keyed(
   const byId = new Map(res.hits.map((h) => [Number(h.id), h]));
   // In the page's order; an id the filter no longer finds (just deleted) cannot be placed.
   const hits = ids.map((id) => byId.get(id));
-  return hits.every((h) => h !== undefined) ? keyedHits(hits, field) : null;
+  return hits.every((h) => h !== undefined) ? keyedHits(hits, [field]) : null;
 }
 
 /**
@@ -206,8 +204,8 @@ async function keyed(
  * hold true matches, the exact answer is the unchecked candidates' plus those few, and the page
  * asked for while the suspects were checked (`guess`) started MERGE_BUDGET positions early: every
  * true suspect that sorts before the page shifts it by one, and as long as at most MERGE_BUDGET do,
- * the page is the merge of the guess's hits and the true suspects. Otherwise, or when the hits
- * cannot show where the page ends, the exact query is asked as before.
+ * the page is the merge of the guess's hits and the true suspects. Otherwise the exact query is
+ * asked as before.
  */
 export const MERGE_BUDGET = 100;
 
@@ -323,18 +321,17 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
     // Each suspect is checked against the folded name its own document holds, decoded from its
     // sort key `n`: no round trip to Postgres (thousands of random reads at the register's size),
     // and the answer is the index's own, like every other part of it.
-    const merging = (deps.format ?? 5) >= 5;
+    const merging = canMerge(deps);
     const suspects = await readAll(deps, q, [`l IN ${linkList}`], merging ? ['id', 'n', 'u'] : ['id', 'n']);
     if (suspects.length === 0) return unchecked;
     const trueHits = suspects.filter((hit) => termMatches(decodeNameKey(String(hit.n)), folded));
     if (trueHits.length === 0) return unchecked;
     const truly = trueHits.map((hit) => Number(hit.id));
-    const withKeys = merging ? keyedHits(trueHits, 'n') : null;
-    const withU = merging ? keyedHits(trueHits, 'u') : null;
+    const withKeys = merging ? keyedHits(trueHits, ['n', 'u']) : null;
     return {
       q,
       filters: [`(NOT l IN ${linkList}) OR ${orgIn(deps, truly)}`],
-      ...(withKeys && withU ? { truly: withKeys.map((k, i) => ({ ...k, u: withU[i]!.u })) } : {}),
+      ...(withKeys ? { truly: withKeys } : {}),
     };
   })();
   return { unchecked, resolved };
@@ -438,8 +435,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
     // Most terms have no true suspect: the page of the unchecked candidates is then the answer, so
     // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (format 5), so
     // that a few true suspects are merged into it here; more, and the exact query is asked.
-    const merging = (deps.format ?? 5) >= 5;
-    const from = merging ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
+    const from = canMerge(deps) ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
     const asked = query.limit + (query.offset - from);
     const guess = search(deps, term.unchecked.q, {
       filter: term.unchecked.filters,
@@ -501,7 +497,7 @@ async function relevancePage(
   // unchecked candidates are then the answer, so they are asked for while that is being found out.
   // Its third tier starts MERGE_BUDGET early (format 5), so that a few true suspects are merged
   // into it here.
-  const budget = (deps.format ?? 5) >= 5 ? MERGE_BUDGET : 0;
+  const budget = canMerge(deps) ? MERGE_BUDGET : 0;
   const guess =
     query.domainOrgIds.length === 0
       ? tieredPage(deps, term.unchecked, [], startsWith, query, budget)
@@ -536,10 +532,9 @@ interface TieredPage {
   /** The third tier's part of the page: its position in the tier and its length. */
   restOffset: number;
   restLimit: number;
-  /** The third tier's hits as asked (from position `restFrom` to the page's end) and its size. */
+  /** The third tier's hits as asked: from position `restFrom` to the page's end. */
   restHits: Record<string, unknown>[];
   restFrom: number;
-  restTotal: number;
 }
 
 /**
@@ -550,7 +545,7 @@ function mergeThirdTier(tiered: TieredPage, joining: readonly Keyed[]): OrgSearc
   const total = tiered.page.total + joining.length;
   if (tiered.restLimit === 0) return { ids: tiered.head, total };
   // The third tier is ordered by stable domain, which the API computes from the ids.
-  const hits = keyedHits(tiered.restHits, null);
+  const hits = keyedHits(tiered.restHits, []);
   if (!hits) return null;
   const rest = mergeTrue(
     hits,
@@ -565,8 +560,7 @@ function mergeThirdTier(tiered: TieredPage, joining: readonly Keyed[]): OrgSearc
 
 /**
  * The relevance tiers of an exact term query, given the first tier (ids in stable-domain order).
- * `early`: the third tier's page is asked for that many positions early, with the keys (format 5),
- * for mergeThirdTier.
+ * `early`: the third tier's page is asked for that many positions early, for mergeThirdTier.
  */
 async function tieredPage(
   deps: OrgSearchDeps,
@@ -613,6 +607,5 @@ async function tieredPage(
     restLimit,
     restHits: restRes.hits,
     restFrom,
-    restTotal,
   };
 }
