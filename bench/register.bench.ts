@@ -284,9 +284,11 @@ async function main() {
         ? 'catch-up build'
         : task?.indexUid?.includes('__build_')
           ? 'reindex build'
-          : task?.indexUid
-            ? 'live index'
-            : '';
+          : task?.indexUid?.startsWith('plain_')
+            ? 'plain word index'
+            : task?.indexUid
+              ? 'live index'
+              : '';
       watch.label = task ? `${phase}: ${task.type} (${which || 'no index'})` : `${phase}: idle`;
       await sleep(1000);
     }
@@ -452,6 +454,7 @@ async function main() {
     // A rename becomes searchable: through the API (which searches changes not yet in the index
     // beside it: search/fresh-changes.ts), and in the index itself (the outbox, the worker's index
     // job and Meilisearch's own update).
+    phase = 'renames';
     const renames: number[] = [];
     const inIndex: number[] = [];
     const indexOnly = { db, meili, indexUid: INDEX, domainSuffix: 'bizdir.bench', freshChanges: false };
@@ -493,6 +496,7 @@ async function main() {
     report('rename in the index itself', `p50 ${pct(inIndex, 50)} ms, max ${inIndex[inIndex.length - 1]} ms`);
 
     if (!flag('skip-rebuild')) {
+      phase = 'rebuild';
       // Plain word index of the same names, then the real rebuild, in the same run.
       const plain = `plain_${tag}`;
       t = Date.now();
