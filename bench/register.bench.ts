@@ -6,7 +6,6 @@ import { Redis } from 'ioredis';
 import { type ExtraRequestInit, Meilisearch, type SearchParams } from 'meilisearch';
 import pg from 'pg';
 import { createAccount } from '../api/accounts/account.service.js';
-import { buildApp } from '../api/app.js';
 import { freePort, startMeiliServer } from '../bin/local/meili-server.js';
 import { ensureOrgIndex, succeeded } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
@@ -14,7 +13,6 @@ import type { OrgSort } from '../search/org-search.js';
 import { pendingChanges } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
-import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import {
@@ -39,8 +37,9 @@ import { coined } from './register/names.js';
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
  * waits until every Org is searchable, then measures: index bytes per Org (Meilisearch /stats),
  * Meilisearch peak RSS, a full rebuild against a plain word index of the same names (same run),
- * the hard query mix through the API (auth and credits) with every total checked against a brute
- * force count, the same mix on pg_trgm, and how long a rename takes to become searchable.
+ * the hard query mix through the API (a `bizdir serve` process: auth and credits) with every total
+ * checked against a brute force count, the same mix on pg_trgm, and how long a rename takes to
+ * become searchable.
  * Everything runs on its own database, queue prefix and Meilisearch (data under /tmp).
  *
  * `--keep` leaves the run's database and Meilisearch data in place and prints their tag;
@@ -117,6 +116,36 @@ function bizdir(cmd: string[], env: Record<string, string>): ChildProcess {
 
 async function waitExit(child: ChildProcess): Promise<number> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+}
+
+/** The total of each term of the mix, counted over the folded names (the truth the API must match). */
+function bruteForceTotals(names: readonly string[], mix: readonly { q: string }[]): Map<string, number> {
+  const folded = names.map(foldName);
+  const truth = new Map<string, number>();
+  for (const m of mix) {
+    const f = foldName(m.q);
+    if (!truth.has(f))
+      truth.set(
+        f,
+        folded.reduce((n, name) => n + (name.includes(f) ? 1 : 0), 0),
+      );
+  }
+  return truth;
+}
+
+/** Waits until a spawned server answers `url`; fails if it exits first or takes over a minute. */
+async function untilListening(url: string, child: ChildProcess): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${url}: the server exited (code ${child.exitCode})`);
+    const ok = await fetch(url).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    if (Date.now() - started > 60_000) throw new Error(`${url}: no answer after 60 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** The hard mix: every kind of term, every sort, shallow and deep pages (fixed seed). */
@@ -229,7 +258,7 @@ async function explainQueries(
 async function main() {
   const t0 = Date.now();
   const reg = await generateRegister({ orgs: ORGS, parts: PARTS, dir: '/tmp/bizdir-register' });
-  const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
+  let names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
   const shape = describeNames(names);
   report(
     'register',
@@ -267,7 +296,7 @@ async function main() {
     MEILI_INDEX: INDEX,
   };
   let worker: ChildProcess | undefined;
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let api: ChildProcess | undefined;
   const benchStarted = Date.now();
   const watch = new MemoryWatch(meiliPid);
   // Each memory sample is labelled with the bench's phase and the task Meilisearch is processing
@@ -348,11 +377,12 @@ async function main() {
     );
 
     phase = 'queries';
-    // API with auth and credits, in this process.
-    const config = loadConfig({ ...env, DOMAIN_SUFFIX: 'bizdir.bench', LOG_LEVEL: 'silent' });
-    app = await buildApp({ config });
+    // The API with auth and credits in its own process (`bizdir serve`), as it is deployed. Not in
+    // this one: this process holds the register's names twice over for the brute-force totals, and
+    // a collection of that heap would land in the middle of the requests it times.
     const port = await freePort();
-    await app.listen({ host: '127.0.0.1', port });
+    api = bizdir(['serve'], { ...env, HOST: '127.0.0.1', PORT: String(port), DOMAIN_SUFFIX: 'bizdir.bench' });
+    await untilListening(`http://127.0.0.1:${port}/openapi.json`, api);
     const account = await createAccount(db, {
       name: 'bench',
       credits: 100_000_000,
@@ -368,21 +398,14 @@ async function main() {
       return { ms: performance.now() - started, total: body.orgs?.total ?? -1 };
     };
 
-    // The mix, with every total against brute force over the generated names.
-    const folded = names.map(foldName);
-    const truth = new Map<string, number>();
+    // The mix, with every total against brute force over the generated names. Brute force first, so
+    // its scans of millions of names (and their garbage) fall outside the timings.
     const mix = queryMix(names, QUERIES);
-    // Brute force first, so its scans of a million names (and their garbage) fall outside the timings,
-    // and before the warm-up: it blocks this process (the API's too) for minutes at 5.7M, and a
-    // kept-alive connection reused right after met the server closing it (ECONNRESET).
-    for (const m of mix) {
-      const f = foldName(m.q);
-      if (!truth.has(f))
-        truth.set(
-          f,
-          folded.reduce((n, name) => n + (name.includes(f) ? 1 : 0), 0),
-        );
-    }
+    const truth = bruteForceTotals(names, mix);
+    // Nothing below needs the names. Without them this process's heap is small again, and so is the
+    // collector's marking, which walks what is live: with them (about 900 MB at 5.7M) one marking
+    // ran 330 ms of steps in the middle of the timed requests.
+    names = [];
     // Warm-up. A freshly synced large index is mostly cold (at 5.7M its first query took longer than
     // the API's 2 s Meilisearch timeout and got a 503), so the warm-up retries, and reports what the
     // cold queries met, instead of stopping the bench.
@@ -613,7 +636,10 @@ async function main() {
   } finally {
     watch.stop();
     polling = false;
-    await app?.close().catch(() => {});
+    if (api && api.exitCode === null) {
+      api.kill('SIGTERM');
+      await waitExit(api);
+    }
     if (worker) {
       worker.kill('SIGTERM');
       await waitExit(worker);
