@@ -20,6 +20,7 @@ import { generateRegister } from './register/generate.js';
  *   node --import tsx bench/format-lab.ts [--orgs 300000] [--only v4,v5,v5a,floor]
  *   LAB_COMPARE=v5,v5a node --import tsx bench/format-lab.ts --only v5,v5a
  *   LAB_DEPTH=4 node --import tsx bench/format-lab.ts --orgs 2000000 --only v5   # as a rebuild posts
+ *   LAB_INDEXING_THREADS=2 node --import tsx bench/format-lab.ts --only v5        # Meilisearch's --max-indexing-threads
  *
  * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
  * - v5: format 5, as shipped (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
@@ -124,6 +125,10 @@ const server = await startMeiliServer({
   dataDir: DIR,
   masterKey: `format-lab-${process.pid}-key`,
   maxIndexingMemory: process.env.LAB_INDEXING_MEMORY ?? '2 GiB',
+  // Meilisearch's own default is half the machine's cores: one thread on a 2-core machine.
+  ...(process.env.LAB_INDEXING_THREADS
+    ? { maxIndexingThreads: Number(process.env.LAB_INDEXING_THREADS) }
+    : {}),
 });
 const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
 const onlyAt = args.indexOf('--only');
