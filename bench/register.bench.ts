@@ -77,6 +77,10 @@ const MEILI_MEMORY = (() => {
   return i >= 0 ? parseBytes(args[i + 1] ?? '') : undefined;
 })();
 const INDEXING_MEMORY = process.env.BENCH_MEILI_INDEXING_MEMORY ?? '2 GiB';
+/** Meilisearch's --max-indexing-threads; unset, its own default (half the cores: one on 2 cores). */
+const INDEXING_THREADS = process.env.BENCH_MEILI_INDEXING_THREADS
+  ? Number(process.env.BENCH_MEILI_INDEXING_THREADS)
+  : undefined;
 const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 const REDIS = process.env.REDIS_URL ?? LOCAL_REDIS_URL;
 const tag = REUSE ?? `${process.pid}_${Date.now().toString(36)}`;
@@ -277,6 +281,7 @@ async function main() {
     dataDir: MEILI_DIR,
     masterKey: `bench-${tag}-master-key`,
     maxIndexingMemory: INDEXING_MEMORY,
+    ...(INDEXING_THREADS ? { maxIndexingThreads: INDEXING_THREADS } : {}),
   });
   const meiliPid = meiliServer.process.pid!;
   let cap: MemoryCap | undefined;
@@ -578,7 +583,7 @@ async function main() {
     figures.meiliPeakRssMiB = Math.round(memory(meiliPid).peak / 2 ** 20);
     report(
       'Meilisearch peak RSS',
-      `${mb(memory(meiliPid).peak)} MiB (VmHWM; sampled peaks: anon ${mb(watch.peakAnon)} MiB, file-backed ${mb(watch.peakFile)} MiB, max indexing memory ${INDEXING_MEMORY})`,
+      `${mb(memory(meiliPid).peak)} MiB (VmHWM; sampled peaks: anon ${mb(watch.peakAnon)} MiB, file-backed ${mb(watch.peakFile)} MiB, max indexing memory ${INDEXING_MEMORY}, indexing threads ${INDEXING_THREADS ?? 'default'})`,
     );
     if (cap) {
       figures.meiliCgroupPeakMiB = Math.round(cap.peakBytes() / 2 ** 20);
