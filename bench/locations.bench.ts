@@ -43,7 +43,6 @@ async function writeSheet(file: string): Promise<void> {
   await handle.close();
 }
 
-/** Peak resident set size while `work` runs, sampled every 20 ms (process-wide maxRSS only grows). */
 /**
  * CPU seconds used so far by the local Postgres server's processes (Linux /proc; null elsewhere or
  * when the server runs on another machine or as a container). Says which side bounds an import.
@@ -67,6 +66,10 @@ function postgresCpuSeconds(): number | null {
   return found ? ticks / 100 : null;
 }
 
+/**
+ * Runs `work` and returns its wall time, node's CPU time, and the peak resident set size while it
+ * runs, sampled every 20 ms (process-wide maxRSS only grows).
+ */
 async function measured<T>(
   work: () => Promise<T>,
 ): Promise<{ result: T; seconds: number; peakMb: number; cpuSeconds: number }> {
