@@ -208,6 +208,8 @@ export function parseRegister(out: string): BenchRow[] {
     met,
     ...extra,
   });
+  // pg_trgm against the API on the same queries: the mix's first few when `--pg-queries` took fewer.
+  const pgSide = f.apiP99OnPgQueriesMs === undefined ? v('p99Ms') : v('apiP99OnPgQueriesMs');
   return ok([
     row('index bytes per Org', v('bytesPerOrg'), 'B', '<= 700 B', v('bytesPerOrg') <= 700),
     row('rebuild vs plain word index', v('rebuildS'), 's', '<= 2 x plain', v('rebuildS') <= 2 * v('plainS'), {
@@ -220,10 +222,10 @@ export function parseRegister(out: string): BenchRow[] {
       v('p99Ms'),
       'ms',
       '<= 50 ms, >= 10 x faster than pg_trgm',
-      v('p99Ms') <= 50 && v('pgP99Ms') >= 10 * v('p99Ms'),
+      v('p99Ms') <= 50 && v('pgP99Ms') >= 10 * pgSide,
       {
         baseline: v('pgP99Ms'),
-        ratio: v('p99Ms') / v('pgP99Ms'),
+        ratio: pgSide / v('pgP99Ms'),
       },
     ),
     row('API search slowest', v('maxMs'), 'ms', '<= 200 ms', v('maxMs') <= 200),

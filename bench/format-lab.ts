@@ -120,6 +120,14 @@ const coarseSettings: Settings = {
   sortableAttributes: ['nb', 'u', 'db'],
 };
 
+/** LAB_INDEXING_THREADS as a thread count, or an error naming it (never NaN passed to Meilisearch). */
+function indexingThreads(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`LAB_INDEXING_THREADS: expected 1 or more, got ${JSON.stringify(text)}`);
+  return n;
+}
+
 rmSync(DIR, { recursive: true, force: true });
 const server = await startMeiliServer({
   dataDir: DIR,
@@ -127,7 +135,7 @@ const server = await startMeiliServer({
   maxIndexingMemory: process.env.LAB_INDEXING_MEMORY ?? '2 GiB',
   // Meilisearch's own default is half the machine's cores: one thread on a 2-core machine.
   ...(process.env.LAB_INDEXING_THREADS
-    ? { maxIndexingThreads: Number(process.env.LAB_INDEXING_THREADS) }
+    ? { maxIndexingThreads: indexingThreads(process.env.LAB_INDEXING_THREADS) }
     : {}),
 });
 const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });

@@ -58,9 +58,16 @@ import { coined } from './register/names.js';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
+/** A whole number of 0 or more, or an error that names the option (never NaN passed on). */
+function count(what: string, text: string | undefined): number {
+  const n = Number(text);
+  if (text === undefined || text.trim() === '' || !Number.isInteger(n) || n < 0)
+    throw new Error(`${what}: expected a whole number, got ${JSON.stringify(text ?? '')}`);
+  return n;
+}
 const opt = (name: string, fallback: number) => {
   const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
+  return i >= 0 ? count(`--${name}`, args[i + 1]) : fallback;
 };
 const ORGS = opt('orgs', 1_000_000);
 const PARTS = opt('parts', 1);
@@ -72,6 +79,7 @@ const EXPLAIN = opt('explain', 0);
  * same N queries.
  */
 const PG_QUERIES = opt('pg-queries', Number.POSITIVE_INFINITY);
+if (PG_QUERIES === 0) throw new Error('--pg-queries: expected 1 or more (or --skip-pg)');
 const REUSE = (() => {
   const i = args.indexOf('--reuse');
   return i >= 0 ? args[i + 1] : undefined;
@@ -85,7 +93,7 @@ const MEILI_MEMORY = (() => {
 const INDEXING_MEMORY = process.env.BENCH_MEILI_INDEXING_MEMORY ?? '2 GiB';
 /** Meilisearch's --max-indexing-threads; unset, its own default (half the cores: one on 2 cores). */
 const INDEXING_THREADS = process.env.BENCH_MEILI_INDEXING_THREADS
-  ? Number(process.env.BENCH_MEILI_INDEXING_THREADS)
+  ? count('BENCH_MEILI_INDEXING_THREADS', process.env.BENCH_MEILI_INDEXING_THREADS) || undefined
   : undefined;
 const ADMIN = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 const REDIS = process.env.REDIS_URL ?? LOCAL_REDIS_URL;
@@ -642,6 +650,8 @@ async function main() {
       const apiSame = inMixOrder.slice(0, pgMix.length).sort((a, b) => a - b);
       const apiSameP99 = pct(apiSame, 99);
       figures.pgP99Ms = pct(pgLat, 99);
+      figures.pgQueries = pgMix.length;
+      figures.apiP99OnPgQueriesMs = apiSameP99;
       report(
         `pg_trgm (${pgMix.length < mix.length ? `the mix's first ${pgMix.length} queries` : 'same mix'}, count + page)`,
         `p50 ${pct(pgLat, 50).toFixed(1)} ms, p99 ${pct(pgLat, 99).toFixed(1)} ms, max ${pgLat[pgLat.length - 1]!.toFixed(1)} ms; the API on the same queries p99 ${apiSameP99.toFixed(1)} ms: ${(pct(pgLat, 99) / apiSameP99).toFixed(1)}x faster at p99`,
