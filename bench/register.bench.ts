@@ -350,6 +350,23 @@ async function main() {
     let t = Date.now();
     figures.orgs = ORGS;
     phase = 'import';
+    // A backlog this size is caught up by a rebuild (search/catch-up.ts), during the import
+    // (SEARCH_REBUILD_DURING_IMPORT=on) or after it: note when it ran.
+    let rebuildSeen: number | undefined;
+    let rebuildGone: number | undefined;
+    let watchingRebuild = true;
+    const rebuildWatch = (async () => {
+      while (watchingRebuild) {
+        const building = await db
+          .selectFrom('search_reindex')
+          .select('target')
+          .execute()
+          .catch(() => []);
+        if (building.some((b) => b.target.includes('__catchup_'))) rebuildSeen ??= Date.now();
+        else if (rebuildSeen !== undefined) rebuildGone ??= Date.now();
+        await sleep(500);
+      }
+    })();
     if (REUSE === undefined) {
       const code = await waitExit(bizdir(['import', 'registrar', ...reg.files, '--wait'], env));
       if (code !== 0) throw new Error(`import exited ${code}`);
@@ -361,28 +378,26 @@ async function main() {
     } else {
       report('import', `none: reusing run ${REUSE}`);
     }
-    // A backlog this size is caught up by a rebuild (search/catch-up.ts): note when it ran.
     phase = 'after the import';
-    let rebuildSeen: number | undefined;
-    let rebuildGone: number | undefined;
     for (;;) {
       const pending = await pendingChanges(db);
       const stats = await meili.index(INDEX).getStats();
-      const building = await db.selectFrom('search_reindex').select('target').execute();
-      if (building.some((b) => b.target.includes('__catchup_'))) rebuildSeen ??= Date.now();
-      else if (rebuildSeen !== undefined) rebuildGone ??= Date.now();
       if (pending === 0 && !stats.isIndexing && stats.numberOfDocuments === ORGS) break;
       await sleep(1000);
     }
+    watchingRebuild = false;
+    await rebuildWatch;
     report(
       'searchable',
       `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - importMs)} s after it ended)`,
     );
-    if (rebuildSeen !== undefined)
+    if (rebuildSeen !== undefined) {
+      const after = rebuildSeen - t - importMs;
       report(
         'caught up by a rebuild',
-        `started ${s(rebuildSeen - t - importMs)} s after the import ended, took ${s((rebuildGone ?? Date.now()) - rebuildSeen)} s`,
+        `started ${after >= 0 ? `${s(after)} s after the import ended` : `${s(rebuildSeen - t)} s after the import started`}, took ${s((rebuildGone ?? Date.now()) - rebuildSeen)} s, ended ${s((rebuildGone ?? Date.now()) - t - importMs)} s after the import`,
       );
+    }
     const live = await meili.getStats();
     figures.bytesPerOrgAfterSync = Math.round(live.databaseSize / ORGS);
     report(

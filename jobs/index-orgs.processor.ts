@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { planCatchUp } from '../search/catch-up.js';
+import { importWriting, planCatchUp } from '../search/catch-up.js';
 import {
   createMeiliClient,
   ensureOrgIndex,
@@ -68,7 +68,7 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
     }
     // A backlog too large to sync well (a bulk import) waits for the import, then is rebuilt.
     const plan = await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog);
-    if (plan.action === 'wait') {
+    if (plan.action === 'wait' && !deps.config.searchRebuildDuringImport) {
       if (!waitingLogged) {
         deps.logger.info(
           { pending: plan.pending, documents: plan.documents, importsRunning: plan.importsRunning },
@@ -79,10 +79,12 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       return { ran: false, indexed: 0, removed: 0, batches: 0, waiting: plan.pending };
     }
     waitingLogged = false;
-    if (plan.action === 'rebuild') {
+    if (plan.action !== 'sync') {
+      // `wait` with SEARCH_REBUILD_DURING_IMPORT: the new index follows the import until it ends.
+      const follow = plan.action === 'wait' ? { follow: () => importWriting(deps.db) } : {};
       const rebuilt = await rebuildForBacklog(
         { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
-        { onProgress: progressOf(job) },
+        { onProgress: progressOf(job), ...follow },
       );
       if (rebuilt.ran)
         deps.logger.info({ reason: job.data.reason, ...rebuilt }, 'search index rebuilt to catch up');

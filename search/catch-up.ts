@@ -12,10 +12,12 @@ import { indexExists } from './meili-client.js';
  *
  * The backlog is rebuilt when it holds at least `minOrgs` Org changes and at least REBUILD_SHARE of
  * the documents the live index holds (a rebuild costs the whole register, a sync the backlog).
- * While an import is still running, a backlog that size is left waiting: syncing it would compete
- * with the import for the same cores, and a rebuild started mid-import would leave the rest of the
- * import to be synced after it. Searches meanwhile see the index as it was (as they would while a
- * sync of that size caught up). A run that stopped writing for STALLED_MS is not waited for.
+ * While an import is still running, a backlog that size is not synced (each batch would re-merge
+ * the whole live index); the plan says `wait`, and the indexer either starts the rebuild at once
+ * and lets the new index follow the import's commits until it ends (SEARCH_REBUILD_DURING_IMPORT,
+ * the default: Meilisearch indexes on the core the import leaves idle, reindex.ts), or waits for
+ * the import and rebuilds after it. Searches meanwhile see the index as it was (as they would
+ * while a sync of that size caught up). A run that stopped writing for STALLED_MS is not waited for.
  */
 export const REBUILD_SHARE = 0.3;
 export const STALLED_MS = 10 * 60 * 1000;
@@ -41,11 +43,7 @@ export async function planCatchUp(
   indexUid: string,
   minOrgs: number,
 ): Promise<CatchUpPlan> {
-  const { rows } = await sql<{ pending: number; newest_age_ms: number | null; running: number }>`
-    select (select coalesce(sum(id_count), 0)::int from search_outbox) as pending,
-           (select (extract(epoch from now() - max(created_at)) * 1000)::float8 from search_outbox) as newest_age_ms,
-           (select count(*)::int from import_runs where status = 'running') as running`.execute(db);
-  const row = rows[0]!;
+  const row = await backlogState(db);
   const plan = (action: CatchUpAction, documents = 0): CatchUpPlan => ({
     action,
     pending: row.pending,
@@ -57,7 +55,31 @@ export async function planCatchUp(
     ? (await meili.index(indexUid).getStats()).numberOfDocuments
     : 0;
   if (row.pending < REBUILD_SHARE * documents) return plan('sync', documents);
-  const writing = row.newest_age_ms !== null && row.newest_age_ms < STALLED_MS;
-  if (row.running > 0 && writing) return plan('wait', documents);
-  return plan('rebuild', documents);
+  return plan(isWriting(row) ? 'wait' : 'rebuild', documents);
+}
+
+interface BacklogState {
+  pending: number;
+  newest_age_ms: number | null;
+  running: number;
+}
+
+async function backlogState(db: Db): Promise<BacklogState> {
+  const { rows } = await sql<BacklogState>`
+    select (select coalesce(sum(id_count), 0)::int from search_outbox) as pending,
+           (select (extract(epoch from now() - max(created_at)) * 1000)::float8 from search_outbox) as newest_age_ms,
+           (select count(*)::int from import_runs where status = 'running') as running`.execute(db);
+  return rows[0]!;
+}
+
+/** An import run is `running` and the outbox got a row in the last STALLED_MS. */
+const isWriting = (row: BacklogState) =>
+  row.running > 0 && row.newest_age_ms !== null && row.newest_age_ms < STALLED_MS;
+
+/**
+ * Whether an import is still writing Org changes (as planCatchUp's `wait` sees it): a rebuild that
+ * follows the import (reindex.ts `rebuildForBacklog`, option `follow`) goes on while this holds.
+ */
+export async function importWriting(db: Db): Promise<boolean> {
+  return isWriting(await backlogState(db));
 }

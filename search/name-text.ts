@@ -85,34 +85,56 @@ export function codeOf(ch: string): string {
   return `xz${ch.codePointAt(0)!.toString(36).padStart(4, '0')}`;
 }
 
+/** Code words of the ASCII characters, looked up by char code (codesOf runs for every name indexed). */
+const ASCII_CODES: readonly string[] = Array.from({ length: 128 }, (_, c) => codeOf(String.fromCharCode(c)));
+
 function codesOf(folded: string): string[] {
   const out: string[] = [];
-  for (const ch of folded) out.push(codeOf(ch));
+  for (const ch of folded) {
+    const c = ch.charCodeAt(0);
+    out.push(c < 128 ? ASCII_CODES[c]! : codeOf(ch));
+  }
   return out;
+}
+
+/** The n-gram of `size` code words starting at i (concatenated: cheaper than slice and join). */
+function gramAt(seq: readonly string[], i: number, size: number): string {
+  let g = seq[i]!;
+  for (let k = 1; k < size; k++) g += seq[i + k]!;
+  return g;
 }
 
 function grams(seq: readonly string[], size: number): string[] {
   const out: string[] = [];
-  for (let i = 0; i + size <= seq.length; i++) out.push(seq.slice(i, i + size).join(''));
+  for (let i = 0; i + size <= seq.length; i++) out.push(gramAt(seq, i, size));
   return out;
 }
 
-/** Positions of each n-gram that occurs more than once. */
+/** Positions of each n-gram that occurs more than once (most names have none: no list is made for them). */
 function repeats(seq: readonly string[], size: number): Map<string, number[]> {
+  const first = new Map<string, number>();
   const at = new Map<string, number[]>();
   for (let i = 0; i + size <= seq.length; i++) {
-    const g = seq.slice(i, i + size).join('');
+    const g = gramAt(seq, i, size);
+    const seen = first.get(g);
+    if (seen === undefined) {
+      first.set(g, i);
+      continue;
+    }
     const list = at.get(g);
     if (list) list.push(i);
-    else at.set(g, [i]);
+    else at.set(g, [seen, i]);
   }
-  for (const [g, list] of at) if (list.length < 2) at.delete(g);
   return at;
 }
 
 /** False (size+2)-grams formed around repeated size-grams (see the module comment). */
-function falseGrams(seq: readonly string[], size: number, out: Set<string>): void {
-  const rep = repeats(seq, size);
+function falseGrams(
+  seq: readonly string[],
+  rep: Map<string, number[]>,
+  size: number,
+  out: Set<string>,
+): void {
   if (rep.size === 0) return;
   const genuine = new Set(grams(seq, size + 2));
   for (const [g, at] of rep) {
@@ -141,9 +163,17 @@ export function nameTerms(folded: string): NameTerms {
   // two-character term at the end of the name is still the prefix of a word.
   for (let i = 0; i < codes.length; i++) words.add(codes[i]! + (codes[i + 1] ?? END) + (codes[i + 2] ?? END));
   const links = new Set<string>();
-  falseGrams(codes, 2, links);
-  falseGrams(codes, 3, links);
-  for (const g of repeats(codes, 4).keys()) links.add(REPEAT_PREFIX + g);
+  // A repeated trigram repeats its bigrams, a repeated 4-gram its trigrams: a name that repeats no
+  // bigram (most names) has no link at all.
+  const rep2 = repeats(codes, 2);
+  if (rep2.size > 0) {
+    falseGrams(codes, rep2, 2, links);
+    const rep3 = repeats(codes, 3);
+    if (rep3.size > 0) {
+      falseGrams(codes, rep3, 3, links);
+      for (const g of repeats(codes, 4).keys()) links.add(REPEAT_PREFIX + g);
+    }
+  }
   const linkList = links.size > LINK_CAP ? [SUSPECT_MARK] : [...links];
   return { words: [...words], links: linkList };
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
@@ -48,13 +49,22 @@ export interface ReindexResult {
   ms: number;
 }
 
-/** Bulk-loads every Org into `target` by keyset pages of ids. */
-async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptions): Promise<number> {
+/**
+ * Bulk-loads every Org into `target` by keyset pages of ids; with `upTo`, only the ids up to it
+ * (Orgs inserted later are posted by followOutbox from their outbox rows).
+ */
+async function bulkLoad(
+  deps: ReindexDeps,
+  target: string,
+  options: ReindexOptions,
+  upTo = Number.MAX_SAFE_INTEGER,
+): Promise<number> {
   const chunk = options.chunk ?? 20_000;
   const depth = options.depth ?? 4;
   const total = await deps.db
     .selectFrom('orgs')
     .select(sql<number>`count(*)::int`.as('n'))
+    .where('id', '<=', upTo)
     .executeTakeFirstOrThrow();
   const inFlight: Promise<unknown>[] = [];
   let lastId = 0;
@@ -66,6 +76,7 @@ async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptio
         .selectFrom('orgs')
         .select(['id', 'name', 'version_number', sql<Date>`updated`.as('updated')])
         .where('id', '>', lastId)
+        .where('id', '<=', upTo)
         .orderBy('id')
         .limit(chunk)
         .execute();
@@ -96,6 +107,62 @@ async function bulkLoad(deps: ReindexDeps, target: string, options: ReindexOptio
   return done;
 }
 
+/** How often a rebuild that follows an import looks for new outbox rows when it found none. */
+export const FOLLOW_POLL_MS = 1_000;
+
+/**
+ * Posts to `target` the Orgs of every outbox row not in `covered` (adding their seqs to it) until
+ * `writing` answers false, then once more: the last pass reads every row committed before the
+ * writers stopped. Each Org's current row is read after its outbox row became visible, so the
+ * document posted is at least as new as the change; later changes bring rows of their own. Rows
+ * of transactions that commit out of seq order are found by seq, not by a high-water mark.
+ */
+async function followOutbox(
+  deps: ReindexDeps,
+  target: string,
+  covered: Set<number>,
+  writing: () => Promise<boolean>,
+  options: Pick<ReindexOptions, 'chunk' | 'depth'>,
+): Promise<number> {
+  const chunk = options.chunk ?? 20_000;
+  const depth = options.depth ?? 4;
+  const inFlight: Promise<unknown>[] = [];
+  let posted = 0;
+  try {
+    for (;;) {
+      // Asked before reading: when it says the writers stopped, this read sees all they wrote.
+      const still = await writing();
+      const seqs = await deps.db.selectFrom('search_outbox').select('seq').execute();
+      const fresh = seqs.map((r) => Number(r.seq)).filter((seq) => !covered.has(seq));
+      if (fresh.length === 0) {
+        if (!still) break;
+        await sleep(FOLLOW_POLL_MS);
+        continue;
+      }
+      const rows = await deps.db
+        .selectFrom('search_outbox')
+        .select(['seq', 'org_ids'])
+        .where('seq', '=', sql<number>`any(${fresh}::bigint[])`)
+        .execute();
+      const ids = [...new Set(rows.flatMap((r) => r.org_ids.map(Number)))];
+      for (let i = 0; i < ids.length; i += chunk) {
+        const { rows: orgRows, gone } = await readOrgRows(deps.db, ids.slice(i, i + chunk));
+        // Awaited below (depth-limited, then all), which throws its failure.
+        inFlight.push(observeLater(writeDocuments(deps.meili, target, ORG_INDEX_FORMAT, orgRows, gone)));
+        if (inFlight.length >= depth) await inFlight.shift();
+      }
+      for (const r of rows) {
+        covered.add(Number(r.seq));
+        posted += r.org_ids.length;
+      }
+    }
+    await Promise.all(inFlight);
+  } finally {
+    await Promise.allSettled(inFlight);
+  }
+  return posted;
+}
+
 /** Drops registrations (and their half-built indexes) left by a rebuild that died. */
 async function clearStaleRebuilds(deps: ReindexDeps): Promise<void> {
   const stale = await deps.db.selectFrom('search_reindex').select('target').execute();
@@ -109,6 +176,8 @@ export interface CatchUpResult {
   /** False when another indexer held the lock and nothing was done. */
   ran: boolean;
   documents: number;
+  /** Org changes (outbox ids, duplicates included) posted while following an import (`follow`). */
+  followed: number;
   /** Org changes (outbox ids) the new index made unnecessary to sync one by one. */
   covered: number;
   ms: number;
@@ -127,16 +196,34 @@ export interface CatchUpResult {
  * later stay and are synced into the new index afterwards (an Org the bulk load already read is
  * posted again: harmless). If anything fails, the live index and the outbox are left as they were.
  * A `bizdir reindex` that is building at that moment is superseded (as by a later reindex).
+ *
+ * With `follow` (an import is still writing: catch-up.ts `importWriting`), the build starts now:
+ * it loads the Orgs that exist, then keeps posting the Orgs of new outbox rows to the new index
+ * until `follow` answers false, and only then declares filters and sorts and swaps. Meilisearch
+ * indexes the register on the core the import leaves idle instead of after it, and the new index
+ * gets only documents until the end (no facet or sort structure rebuilt per batch). The outbox rows
+ * it posted are deleted after the swap, like the ones it started from.
  */
 export async function rebuildForBacklog(
   deps: ReindexDeps,
-  options: Pick<ReindexOptions, 'chunk' | 'depth' | 'onProgress'> = {},
+  options: Pick<ReindexOptions, 'chunk' | 'depth' | 'onProgress'> & { follow?: () => Promise<boolean> } = {},
 ): Promise<CatchUpResult> {
   const started = Date.now();
   const target = `${deps.indexUid}__catchup_${started.toString(36)}`;
   const log = deps.log ?? (() => {});
   const locked = await withIndexerLock(deps.db, false, async () => {
     const covered = await deps.db.selectFrom('search_outbox').select(['seq', 'id_count']).execute();
+    // The Orgs the bulk load reads: every later insert has an outbox row that is not in `covered`.
+    const upTo = options.follow
+      ? Number(
+          (
+            await deps.db
+              .selectFrom('orgs')
+              .select(sql<string>`coalesce(max(id), 0)`.as('m'))
+              .executeTakeFirstOrThrow()
+          ).m,
+        )
+      : undefined;
     await clearStaleRebuilds(deps);
     // Registered so that a crash leaves nothing behind: the next rebuild drops what is registered.
     await deps.db.insertInto('search_reindex').values({ target }).execute();
@@ -145,24 +232,30 @@ export async function rebuildForBacklog(
       await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
       const ids = covered.reduce((n, r) => n + Number(r.id_count), 0);
       log(`search index ${ids} Org changes behind: building ${target} instead of syncing them`);
-      const documents = await bulkLoad(deps, target, options);
-      log(`loaded ${documents} Orgs into ${target}; building sorts and filters`);
+      const documents = await bulkLoad(deps, target, options, upTo);
+      const seqs = new Set(covered.map((r) => Number(r.seq)));
+      let followed = 0;
+      if (options.follow) {
+        log(`loaded ${documents} Orgs into ${target}; following the running import`);
+        followed = await followOutbox(deps, target, seqs, options.follow, options);
+      }
+      log(`loaded ${documents + followed} Orgs into ${target}; building sorts and filters`);
       await succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS);
       await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
       await deps.db
         .deleteFrom('search_outbox')
-        .where('seq', '=', sql<number>`any(${covered.map((r) => r.seq)}::bigint[])`)
+        .where('seq', '=', sql<number>`any(${[...seqs]}::bigint[])`)
         .execute();
       await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();
       // `target` now holds the retired index.
       await succeeded(deps.meili.deleteIndex(target));
-      return { documents, covered: ids };
+      return { documents, followed, covered: ids + followed };
     } catch (error) {
       await dropFailedBuild(deps, target);
       throw error;
     }
   });
-  if (!locked.locked) return { ran: false, documents: 0, covered: 0, ms: Date.now() - started };
+  if (!locked.locked) return { ran: false, documents: 0, followed: 0, covered: 0, ms: Date.now() - started };
   return { ran: true, ...locked.value, ms: Date.now() - started };
 }
 

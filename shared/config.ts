@@ -48,6 +48,11 @@ const Env = Type.Object({
    * index and swaps it in instead of syncing the backlog (search/catch-up.ts); 0: always sync.
    */
   SEARCH_REBUILD_BACKLOG: Type.Integer({ minimum: 0 }),
+  /**
+   * on: a backlog that size is rebuilt while the import that makes it still runs, the new index
+   * following the import's commits (search/catch-up.ts); off: the rebuild waits for the import.
+   */
+  SEARCH_REBUILD_DURING_IMPORT: Type.Union([Type.Literal('on'), Type.Literal('off')]),
 });
 
 const DEFAULTS = {
@@ -63,6 +68,7 @@ const DEFAULTS = {
   IMPORT_PIPELINE: 'on',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
   SEARCH_REBUILD_BACKLOG: '50000',
+  SEARCH_REBUILD_DURING_IMPORT: 'on',
 } as const;
 
 const MESSAGES: Record<string, string> = {
@@ -83,6 +89,7 @@ const MESSAGES: Record<string, string> = {
   IMPORT_PIPELINE: 'must be on or off',
   MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
   SEARCH_REBUILD_BACKLOG: 'must be a whole number of Orgs (0: never rebuild, always sync)',
+  SEARCH_REBUILD_DURING_IMPORT: 'must be on or off',
 };
 
 type EnvValues = Static<typeof Env>;
@@ -110,6 +117,8 @@ export interface Config {
   readonly meiliMaxIndexingMemory: string;
   /** SEARCH_REBUILD_BACKLOG: see search/catch-up.ts. */
   readonly searchRebuildBacklog: number;
+  /** SEARCH_REBUILD_DURING_IMPORT=on. */
+  readonly searchRebuildDuringImport: boolean;
 }
 
 export class ConfigError extends Error {
@@ -155,6 +164,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     importPipeline: v.IMPORT_PIPELINE === 'on',
     meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
     searchRebuildBacklog: v.SEARCH_REBUILD_BACKLOG,
+    searchRebuildDuringImport: v.SEARCH_REBUILD_DURING_IMPORT === 'on',
   });
 }
 

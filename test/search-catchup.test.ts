@@ -150,6 +150,45 @@ describe('a far-behind index is rebuilt, not synced batch by batch', () => {
     expect(await pendingChanges(t.db)).toBe(0);
   });
 
+  it('follows a running import: changes committed during the build go into it, and their outbox rows go with the swap', async () => {
+    await syncOutbox({ db: t.db, meili, indexUid });
+    await addOrgs(t.db, 1001, 1400);
+    const before = (await meili.getRawIndex(indexUid)).createdAt;
+    let asked = 0;
+    const result = await rebuildForBacklog(
+      { db: t.db, meili, indexUid },
+      {
+        chunk: 100,
+        follow: async () => {
+          asked++;
+          if (asked === 1) {
+            // The import goes on: new Orgs, a rename of an Org the bulk load read, a removal.
+            await addOrgs(t.db, 1401, 1500, 'FOLLOWED');
+            await sql`update orgs set name = 'RENAMED WHILE FOLLOWING LTD', version_number = version_number + 1,
+                updated = now() where public_slug = 'catchup-1001'`.execute(t.db);
+            await t.db.deleteFrom('orgs').where('public_slug', '=', 'catchup-1002').execute();
+            return true;
+          }
+          // The import's last commit lands just before it is seen to have ended.
+          if (asked === 2) await addOrgs(t.db, 1501, 1510, 'LASTBATCH');
+          return false;
+        },
+      },
+    );
+    // 400 noted at the start; 100 + 1 + 1 then 10 followed.
+    expect(result).toMatchObject({ ran: true, followed: 112, covered: 512 });
+    expect(asked).toBe(3);
+    expect((await meili.getRawIndex(indexUid)).createdAt).not.toBe(before);
+    expect(await indexesNamed(meili, `${indexUid}__`)).toEqual([]);
+    expect(await pendingChanges(t.db)).toBe(0);
+    expect((await find('followed')).total).toBe(100);
+    expect((await find('lastbatch')).total).toBe(10);
+    expect((await find('renamed while following')).total).toBe(1);
+    expect((await find('catchup 1001 ')).total).toBe(0);
+    expect((await find('catchup 1002 ')).total).toBe(0);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+  });
+
   it('leaves the outbox and the live index as they were when the build fails', async () => {
     const indexed = (await find('gadgets')).total;
     await addOrgs(t.db, 702, 900);
@@ -164,7 +203,7 @@ describe('a far-behind index is rebuilt, not synced batch by batch', () => {
   });
 });
 
-describe('the index worker waits for a bulk import, then rebuilds', () => {
+describe('the index worker waits for a bulk import, then rebuilds (SEARCH_REBUILD_DURING_IMPORT=off)', () => {
   let t: TestDb;
   let meili: Meilisearch;
   const indexUid = testIndexName('catchupw');
@@ -183,6 +222,7 @@ describe('the index worker waits for a bulk import, then rebuilds', () => {
       QUEUE_PREFIX: queue.prefix,
       LOG_LEVEL: 'silent',
       SEARCH_REBUILD_BACKLOG: '200',
+      SEARCH_REBUILD_DURING_IMPORT: 'off',
       ...meiliEnv(indexUid),
     });
     const connection = createRedis(TEST_REDIS_URL, 'worker');
@@ -229,6 +269,92 @@ describe('the index worker waits for a bulk import, then rebuilds', () => {
     await until(async () => (await pendingChanges(t.db)) === 0);
     expect((await meili.getRawIndex(indexUid)).createdAt).not.toBe(created);
     expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(1000);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+  });
+});
+
+describe('the index worker rebuilds during a bulk import, following it (SEARCH_REBUILD_DURING_IMPORT=on)', () => {
+  let t: TestDb;
+  let meili: Meilisearch;
+  const indexUid = testIndexName('catchupf');
+  const queue = testQueuePrefix();
+  let stop: () => Promise<void>;
+
+  beforeAll(async () => {
+    t = await createTestDb();
+    meili = testMeiliClient();
+    await addOrgs(t.db, 1, 100);
+    await ensureOrgIndex(meili, indexUid);
+    await syncOutbox({ db: t.db, meili, indexUid });
+    const config = loadConfig({
+      DATABASE_URL: t.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: queue.prefix,
+      LOG_LEVEL: 'silent',
+      SEARCH_REBUILD_BACKLOG: '200',
+      ...meiliEnv(indexUid),
+    });
+    const connection = createRedis(TEST_REDIS_URL, 'worker');
+    const workers = startWorkers(createWorkerDeps(config, t.db, connection, createLogger(config)), {
+      queues: ['index'],
+    });
+    stop = async () => {
+      await workers.close(5_000);
+      connection.disconnect();
+    };
+  });
+
+  afterAll(async () => {
+    await stop?.();
+    await queue.cleanup();
+    for (const uid of await indexesNamed(meili, indexUid)) await meili.deleteIndexIfExists(uid);
+    await t?.drop();
+  });
+
+  it('a small change is synced as usual; a bulk one is rebuilt while its import runs, the new index following it, and swapped in when it ends', async () => {
+    const created = (await meili.getRawIndex(indexUid)).createdAt;
+    const until = async (check: () => Promise<boolean>) => {
+      const deadline = Date.now() + 30_000;
+      while (!(await check())) {
+        if (Date.now() > deadline) throw new Error('timed out');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await addOrgs(t.db, 101, 150);
+    await until(async () => (await pendingChanges(t.db)) === 0);
+    expect((await meili.getRawIndex(indexUid)).createdAt).toBe(created);
+
+    const run = await t.db
+      .insertInto('import_runs')
+      .values({ feed: 'registrar', source: '/tmp/x.csv', status: 'running' })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await addOrgs(t.db, 151, 1000);
+    // The build starts while the import runs; the live index and the outbox stay as they are.
+    const building = async () =>
+      (await t.db.selectFrom('search_reindex').select('target').execute()).map((r) => r.target);
+    await until(async () => (await building()).length === 1);
+    const [target] = await building();
+    expect(target).toContain('__catchup_');
+    // More commits of the same import, and a rename of an Org already in the index: followed.
+    await addOrgs(t.db, 1001, 1100, 'FOLLOWED');
+    await sql`update orgs set name = 'RENAMED DURING THE IMPORT LTD', version_number = version_number + 1,
+        updated = now() where public_slug = 'catchup-120'`.execute(t.db);
+    await until(async () => {
+      // Registered before Meilisearch creates it: not found for a moment.
+      const stats = await meili
+        .index(target!)
+        .getStats()
+        .catch(() => undefined);
+      return stats?.numberOfDocuments === 1100 && !stats.isIndexing;
+    });
+    expect(await pendingChanges(t.db)).toBe(951);
+    expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(150);
+    await t.db.updateTable('import_runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
+    await until(async () => (await pendingChanges(t.db)) === 0 && (await building()).length === 0);
+    expect((await meili.getRawIndex(indexUid)).createdAt).not.toBe(created);
+    expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(1100);
+    expect(await indexesNamed(meili, `${indexUid}__`)).toEqual([]);
     expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
   });
 });
