@@ -13,10 +13,11 @@ import { indexExists } from './meili-client.js';
  * The backlog is rebuilt when it holds at least `minOrgs` Org changes and at least REBUILD_SHARE of
  * the documents the live index holds (a rebuild costs the whole register, a sync the backlog).
  * While an import is still running, a backlog that size is not synced (each batch would re-merge
- * the whole live index); the plan says `wait`, and the indexer either starts the rebuild at once
- * and lets the new index follow the import's commits until it ends (SEARCH_REBUILD_DURING_IMPORT,
- * the default: Meilisearch indexes on the core the import leaves idle, reindex.ts), or waits for
- * the import and rebuilds after it. Searches meanwhile see the index as it was (as they would
+ * the whole live index); the plan says `wait`, and the indexer either waits for the import and
+ * rebuilds after it (the default), or, with SEARCH_REBUILD_DURING_IMPORT=on, starts the rebuild at
+ * once and lets the new index follow the import's commits until it ends (reindex.ts). On one
+ * 2-core machine following lost at 5.7M Orgs: the import and Meilisearch slowed each other by more
+ * than the overlap saved (docs/search.md); it is meant for Meilisearch on cores of its own. Searches meanwhile see the index as it was (as they would
  * while a sync of that size caught up). A run that stopped writing for STALLED_MS is not waited for.
  */
 export const REBUILD_SHARE = 0.3;

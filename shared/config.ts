@@ -50,7 +50,9 @@ const Env = Type.Object({
   SEARCH_REBUILD_BACKLOG: Type.Integer({ minimum: 0 }),
   /**
    * on: a backlog that size is rebuilt while the import that makes it still runs, the new index
-   * following the import's commits (search/catch-up.ts); off: the rebuild waits for the import.
+   * following the import's commits (search/catch-up.ts); off (default): the rebuild waits for the
+   * import. On one 2-core machine `on` lost at 5.7M Orgs (docs/search.md): it is for Meilisearch
+   * on cores of its own.
    */
   SEARCH_REBUILD_DURING_IMPORT: Type.Union([Type.Literal('on'), Type.Literal('off')]),
 });
@@ -68,7 +70,7 @@ const DEFAULTS = {
   IMPORT_PIPELINE: 'on',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
   SEARCH_REBUILD_BACKLOG: '50000',
-  SEARCH_REBUILD_DURING_IMPORT: 'on',
+  SEARCH_REBUILD_DURING_IMPORT: 'off',
 } as const;
 
 const MESSAGES: Record<string, string> = {

@@ -13,8 +13,11 @@ describe('configuration', () => {
       meiliUrl: undefined,
       adminToken: undefined,
       meiliMaxIndexingMemory: '2 GiB',
+      searchRebuildBacklog: 50_000,
+      searchRebuildDuringImport: false,
     });
     expect(Object.isFrozen(c)).toBe(true);
+    expect(loadConfig({ SEARCH_REBUILD_DURING_IMPORT: 'on' }).searchRebuildDuringImport).toBe(true);
     expect(loadConfig({ MEILI_MAX_INDEXING_MEMORY: '512MiB' }).meiliMaxIndexingMemory).toBe('512MiB');
   });
 
@@ -49,6 +52,7 @@ describe('configuration', () => {
     ['LOG_LEVEL', 'loud'],
     ['MEILI_MAX_INDEXING_MEMORY', 'lots'],
     ['MEILI_MAX_INDEXING_MEMORY', '2 GiB; rm -rf /'],
+    ['SEARCH_REBUILD_DURING_IMPORT', 'yes'],
   ])('refuses %s=%s with one message naming it', (variable, value) => {
     let caught: unknown;
     try {

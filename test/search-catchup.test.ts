@@ -292,6 +292,7 @@ describe('the index worker rebuilds during a bulk import, following it (SEARCH_R
       QUEUE_PREFIX: queue.prefix,
       LOG_LEVEL: 'silent',
       SEARCH_REBUILD_BACKLOG: '200',
+      SEARCH_REBUILD_DURING_IMPORT: 'on',
       ...meiliEnv(indexUid),
     });
     const connection = createRedis(TEST_REDIS_URL, 'worker');
