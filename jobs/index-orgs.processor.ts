@@ -66,7 +66,7 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       deps.logger.info({ ...result }, 'search index rebuilt');
       return result;
     }
-    // A backlog too large to sync well (a bulk import) waits for the import, then is rebuilt.
+    // A backlog too large to sync well (a bulk import) is rebuilt: after the import, or during it.
     const plan = await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog);
     if (plan.action === 'wait' && !deps.config.searchRebuildDuringImport) {
       if (!waitingLogged) {
