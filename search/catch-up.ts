@@ -16,8 +16,8 @@ import { indexExists } from './meili-client.js';
  * the whole live index); the plan says `wait`, and the indexer either waits for the import and
  * rebuilds after it (the default), or, with SEARCH_REBUILD_DURING_IMPORT=on, starts the rebuild at
  * once and lets the new index follow the import's commits until it ends (reindex.ts). On one
- * 2-core machine following lost at 5.7M Orgs: the import and Meilisearch slowed each other by more
- * than the overlap saved (docs/search.md); it is meant for Meilisearch on cores of its own.
+ * 2-core machine following gained nothing measurable at 5.7M Orgs and made the import itself
+ * 1.5-1.8 times as long (docs/search.md); it is meant for Meilisearch on cores of its own.
  * Searches meanwhile see the index as it was (as they would while a sync of that size caught up).
  * A run that stopped writing for STALLED_MS is not waited for.
  */

@@ -51,8 +51,8 @@ const Env = Type.Object({
   /**
    * on: a backlog that size is rebuilt while the import that makes it still runs, the new index
    * following the import's commits (search/catch-up.ts); off (default): the rebuild waits for the
-   * import. On one 2-core machine `on` lost at 5.7M Orgs (docs/search.md): it is for Meilisearch
-   * on cores of its own.
+   * import. On one 2-core machine `on` gained nothing measurable at 5.7M Orgs and made the import
+   * itself 1.5-1.8 times as long (docs/search.md): it is for Meilisearch on cores of its own.
    */
   SEARCH_REBUILD_DURING_IMPORT: Type.Union([Type.Literal('on'), Type.Literal('off')]),
 });
