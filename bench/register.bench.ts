@@ -392,10 +392,11 @@ async function main() {
       `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - importMs)} s after it ended)`,
     );
     if (rebuildSeen !== undefined) {
+      // The rebuild that waits for the import can be seen just before `--wait` returns.
       const after = rebuildSeen - t - importMs;
       report(
         'caught up by a rebuild',
-        `started ${after >= 0 ? `${s(after)} s after the import ended` : `${s(rebuildSeen - t)} s after the import started`}, took ${s((rebuildGone ?? Date.now()) - rebuildSeen)} s, ended ${s((rebuildGone ?? Date.now()) - t - importMs)} s after the import`,
+        `started ${after >= -2_000 ? `${s(Math.max(0, after))} s after the import ended` : `${s(rebuildSeen - t)} s after the import started`}, took ${s((rebuildGone ?? Date.now()) - rebuildSeen)} s, ended ${s((rebuildGone ?? Date.now()) - t - importMs)} s after the import`,
       );
     }
     const live = await meili.getStats();
