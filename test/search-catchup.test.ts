@@ -203,30 +203,41 @@ describe('a far-behind index is rebuilt, not synced batch by batch', () => {
   });
 });
 
-describe('the index worker waits for a bulk import, then rebuilds (SEARCH_REBUILD_DURING_IMPORT=off)', () => {
-  let t: TestDb;
-  let meili: Meilisearch;
-  const indexUid = testIndexName('catchupw');
+/** Polls `check` every 100 ms until it holds; fails after 30 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * A test database with 100 Orgs synced into `indexUid`, and a worker running the index queue with
+ * a backlog threshold of 200 and SEARCH_REBUILD_DURING_IMPORT as given (for the enclosing describe).
+ */
+function withIndexWorker(name: string, duringImport: 'on' | 'off') {
+  const ctx = { indexUid: testIndexName(name) } as { t: TestDb; meili: Meilisearch; indexUid: string };
   const queue = testQueuePrefix();
-  let stop: () => Promise<void>;
+  let stop: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    t = await createTestDb();
-    meili = testMeiliClient();
-    await addOrgs(t.db, 1, 100);
-    await ensureOrgIndex(meili, indexUid);
-    await syncOutbox({ db: t.db, meili, indexUid });
+    ctx.t = await createTestDb();
+    ctx.meili = testMeiliClient();
+    await addOrgs(ctx.t.db, 1, 100);
+    await ensureOrgIndex(ctx.meili, ctx.indexUid);
+    await syncOutbox({ db: ctx.t.db, meili: ctx.meili, indexUid: ctx.indexUid });
     const config = loadConfig({
-      DATABASE_URL: t.url,
+      DATABASE_URL: ctx.t.url,
       REDIS_URL: TEST_REDIS_URL,
       QUEUE_PREFIX: queue.prefix,
       LOG_LEVEL: 'silent',
       SEARCH_REBUILD_BACKLOG: '200',
-      SEARCH_REBUILD_DURING_IMPORT: 'off',
-      ...meiliEnv(indexUid),
+      SEARCH_REBUILD_DURING_IMPORT: duringImport,
+      ...meiliEnv(ctx.indexUid),
     });
     const connection = createRedis(TEST_REDIS_URL, 'worker');
-    const workers = startWorkers(createWorkerDeps(config, t.db, connection, createLogger(config)), {
+    const workers = startWorkers(createWorkerDeps(config, ctx.t.db, connection, createLogger(config)), {
       queues: ['index'],
     });
     stop = async () => {
@@ -238,19 +249,18 @@ describe('the index worker waits for a bulk import, then rebuilds (SEARCH_REBUIL
   afterAll(async () => {
     await stop?.();
     await queue.cleanup();
-    for (const uid of await indexesNamed(meili, indexUid)) await meili.deleteIndexIfExists(uid);
-    await t?.drop();
+    for (const uid of await indexesNamed(ctx.meili, ctx.indexUid)) await ctx.meili.deleteIndexIfExists(uid);
+    await ctx.t?.drop();
   });
+  return ctx;
+}
+
+describe('the index worker waits for a bulk import, then rebuilds (SEARCH_REBUILD_DURING_IMPORT=off)', () => {
+  const w = withIndexWorker('catchupw', 'off');
 
   it('a small change is synced as usual; a bulk one waits while its import runs and is rebuilt once it ends', async () => {
+    const { t, meili, indexUid } = w;
     const created = (await meili.getRawIndex(indexUid)).createdAt;
-    const until = async (check: () => Promise<boolean>) => {
-      const deadline = Date.now() + 30_000;
-      while (!(await check())) {
-        if (Date.now() > deadline) throw new Error('timed out');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
     await addOrgs(t.db, 101, 150);
     await until(async () => (await pendingChanges(t.db)) === 0);
     expect((await meili.getRawIndex(indexUid)).createdAt).toBe(created);
@@ -274,53 +284,11 @@ describe('the index worker waits for a bulk import, then rebuilds (SEARCH_REBUIL
 });
 
 describe('the index worker rebuilds during a bulk import, following it (SEARCH_REBUILD_DURING_IMPORT=on)', () => {
-  let t: TestDb;
-  let meili: Meilisearch;
-  const indexUid = testIndexName('catchupf');
-  const queue = testQueuePrefix();
-  let stop: () => Promise<void>;
-
-  beforeAll(async () => {
-    t = await createTestDb();
-    meili = testMeiliClient();
-    await addOrgs(t.db, 1, 100);
-    await ensureOrgIndex(meili, indexUid);
-    await syncOutbox({ db: t.db, meili, indexUid });
-    const config = loadConfig({
-      DATABASE_URL: t.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: queue.prefix,
-      LOG_LEVEL: 'silent',
-      SEARCH_REBUILD_BACKLOG: '200',
-      SEARCH_REBUILD_DURING_IMPORT: 'on',
-      ...meiliEnv(indexUid),
-    });
-    const connection = createRedis(TEST_REDIS_URL, 'worker');
-    const workers = startWorkers(createWorkerDeps(config, t.db, connection, createLogger(config)), {
-      queues: ['index'],
-    });
-    stop = async () => {
-      await workers.close(5_000);
-      connection.disconnect();
-    };
-  });
-
-  afterAll(async () => {
-    await stop?.();
-    await queue.cleanup();
-    for (const uid of await indexesNamed(meili, indexUid)) await meili.deleteIndexIfExists(uid);
-    await t?.drop();
-  });
+  const w = withIndexWorker('catchupf', 'on');
 
   it('a small change is synced as usual; a bulk one is rebuilt while its import runs, the new index following it, and swapped in when it ends', async () => {
+    const { t, meili, indexUid } = w;
     const created = (await meili.getRawIndex(indexUid)).createdAt;
-    const until = async (check: () => Promise<boolean>) => {
-      const deadline = Date.now() + 30_000;
-      while (!(await check())) {
-        if (Date.now() > deadline) throw new Error('timed out');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
     await addOrgs(t.db, 101, 150);
     await until(async () => (await pendingChanges(t.db)) === 0);
     expect((await meili.getRawIndex(indexUid)).createdAt).toBe(created);
