@@ -22,6 +22,8 @@ import { generateRegister } from './register/generate.js';
  *   LAB_DEPTH=4 node --import tsx bench/format-lab.ts --orgs 2000000 --only v5   # as a rebuild posts
  *   LAB_INDEXING_THREADS=2 node --import tsx bench/format-lab.ts --only v5        # Meilisearch's --max-indexing-threads
  *   LAB_LOCALES=eng node --import tsx bench/format-lab.ts --only v5               # `g` declared in one language (localizedAttributes)
+ *   LAB_DEFER_PREFIX=1 node --import tsx bench/format-lab.ts --only v5            # prefix databases built once, with the filters and sorts
+ *   LAB_TRACE=1 node --import tsx bench/format-lab.ts --only v5                   # where Meilisearch's batches spent their time
  *
  * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
  * - v5: format 5, as shipped (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
@@ -48,6 +50,45 @@ const LOCALIZED: Settings = process.env.LAB_LOCALES
       ],
     }
   : {};
+
+/**
+ * LAB_DEFER_PREFIX: the documents are loaded with `prefixSearch: disabled`, and the prefix
+ * databases are asked for with the filters and sorts, so they are built once instead of being
+ * updated by every batch.
+ */
+const DEFER_PREFIX = process.env.LAB_DEFER_PREFIX === '1';
+
+/**
+ * Meilisearch's own account of an index's batches (`/batches` → `stats.progressTrace`): seconds
+ * per step, summed over the batches, the `limit` largest. The trace's keys are step paths
+ * (`processing tasks > indexing > ...`) and its values durations such as `1.23s` or `456.78ms`.
+ */
+async function traceSummary(host: string, key: string, uid: string, limit = 14): Promise<string> {
+  const seconds = new Map<string, number>();
+  let from: number | undefined;
+  for (;;) {
+    const url = `${host}/batches?indexUids=${uid}&limit=100${from === undefined ? '' : `&from=${from}`}`;
+    const page = (await (await fetch(url, { headers: { Authorization: `Bearer ${key}` } })).json()) as {
+      results: { uid: number; stats: { progressTrace?: Record<string, string> } }[];
+      next: number | null;
+    };
+    for (const batch of page.results) {
+      for (const [step, text] of Object.entries(batch.stats.progressTrace ?? {})) {
+        const m = /^([\d.]+)(ms|s|µs|ns|m)$/.exec(text);
+        if (!m) continue;
+        const unit = { ns: 1e-9, µs: 1e-6, ms: 1e-3, s: 1, m: 60 }[m[2] as 'ns' | 'µs' | 'ms' | 's' | 'm'];
+        seconds.set(step, (seconds.get(step) ?? 0) + Number(m[1]) * unit);
+      }
+    }
+    if (page.next === null || page.next === undefined) break;
+    from = page.next;
+  }
+  return [...seconds.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, limit)
+    .map(([step, s]) => `  ${s.toFixed(1).padStart(7)} s  ${step}`)
+    .join('\n');
+}
 
 const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
 const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
@@ -169,7 +210,11 @@ try {
     await meili.createIndex(uid, { primaryKey: 'id' }).waitTask();
     await meili
       .index(uid)
-      .updateSettings({ ...ORG_INDEX_LOAD_SETTINGS, ...LOCALIZED })
+      .updateSettings({
+        ...ORG_INDEX_LOAD_SETTINGS,
+        ...LOCALIZED,
+        ...(DEFER_PREFIX ? { prefixSearch: 'disabled' as const } : {}),
+      })
       .waitTask({ timeout: 600_000 });
     // LAB_DEPTH tasks of 20,000 documents in flight (the rebuild keeps 4: reindex.ts), so that
     // Meilisearch batches them as it batches a rebuild's; default one at a time.
@@ -192,6 +237,10 @@ try {
       .updateSettings({ ...settings, ...LOCALIZED })
       .waitTask({ timeout: 3_600_000, interval: 200 });
     settingsWatch.stop();
+    if (process.env.LAB_TRACE === '1')
+      console.log(
+        `${uid}: Meilisearch's batches, summed by step:\n${await traceSummary(server.url, server.masterKey, uid)}`,
+      );
     const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
     console.log(
       `${uid}: Meilisearch anonymous / file-backed peak: documents ${mib(loadWatch.peakAnon)} / ${mib(loadWatch.peakFile)}, filters and sorts ${mib(settingsWatch.peakAnon)} / ${mib(settingsWatch.peakFile)}`,

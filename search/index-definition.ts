@@ -52,6 +52,11 @@ export const ORG_INDEX_LOAD_SETTINGS: Settings = {
   faceting: { maxValuesPerFacet: 1 },
   stopWords: [],
   synonyms: {},
+  // `g` holds code words (name-text.ts), not words of a language. Declared as one language, they
+  // are tokenized alike in every document and every query, and Meilisearch skips detecting a
+  // language per document: at 1M, 40-60 % less anonymous memory while indexing, for the same
+  // build time (docs/search.md, "The words' language").
+  localizedAttributes: [{ attributePatterns: ['g'], locales: ['eng'] }],
 };
 
 /** The name key: "equals" and "starts with" for sort=relevance (every format since 2). */
@@ -82,8 +87,10 @@ export const ORG_INDEX_SETTINGS: Settings = {
  */
 export function legacySettings(format: 2 | 3 | 4): Settings {
   const sortable = format === 2 ? V2_SORTABLE : format === 3 ? V3_SORTABLE : V4_SORTABLE;
+  // Those releases left the words' language to Meilisearch's detection.
+  const { localizedAttributes: _none, ...current } = ORG_INDEX_SETTINGS;
   return {
-    ...ORG_INDEX_SETTINGS,
+    ...current,
     filterableAttributes: [{ attributePatterns: ['l', 'id'], features: equalityOnly }, NAME_KEY_FILTER],
     sortableAttributes: [...sortable],
   };

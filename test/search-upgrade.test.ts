@@ -1,12 +1,13 @@
 import type { Meilisearch, Settings } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { legacySettings, ORG_INDEX_FORMAT } from '../search/index-definition.js';
+import { legacySettings, ORG_INDEX_FORMAT, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
 import { V1_INDEX_SETTINGS } from '../search/legacy-v1/index-settings.js';
 import { toV1OrgDocument } from '../search/legacy-v1/org-document.js';
-import { createMeiliClient, indexFormat, succeeded } from '../search/meili-client.js';
+import { createMeiliClient, ensureOrgIndex, indexFormat, succeeded } from '../search/meili-client.js';
 import { foldName, nameSortKey } from '../search/name-text.js';
 import {
   type OrgRowForIndex,
+  toOrgDocument,
   toV2OrgDocument,
   toV3OrgDocument,
   toV4OrgDocument,
@@ -253,3 +254,51 @@ async function rowOf(id: number): Promise<OrgRowForIndex> {
     .executeTakeFirstOrThrow();
   return { ...r, id: Number(r.id), updated: new Date(r.updated) };
 }
+
+describe('a format-5 index built before the words were declared English', () => {
+  let oldUid: string;
+  const word = 'LOCALE5';
+
+  beforeAll(async () => {
+    oldUid = testIndexName('upgrade-locale');
+    await insertOrgs(db.db, [{ name: `${word} ALPHA LTD` }, { name: `${word} BETA LTD` }]);
+    const { localizedAttributes: _none, ...before } = ORG_INDEX_SETTINGS;
+    await oldFormatIndex(oldUid, before, toOrgDocument);
+    await db.db.deleteFrom('search_outbox').execute();
+  });
+
+  afterAll(async () => {
+    await meili?.deleteIndexIfExists(oldUid);
+  });
+
+  it('keeps its detected language at start-up (no re-tokenizing task), and gets English at reindex', async () => {
+    const tasksBefore = (await meili.tasks.getTasks({ indexUids: [oldUid], limit: 1 })).results[0]!.uid;
+    expect(await ensureOrgIndex(meili, oldUid)).toBe(ORG_INDEX_FORMAT);
+    expect(await meili.index(oldUid).getLocalizedAttributes()).toBeNull();
+    // The settings update start-up sent changed nothing, so Meilisearch indexed nothing again.
+    const [task] = (await meili.tasks.getTasks({ indexUids: [oldUid], limit: 1 })).results;
+    expect(task!.uid).toBeGreaterThan(tasksBefore);
+    expect(task!.details).not.toHaveProperty('localizedAttributes');
+    expect((await search(`${word.toLowerCase()} al`, 'name', oldUid)).total).toBe(1);
+
+    await reindex({ db: db.db, meili, indexUid: oldUid });
+    expect(await meili.index(oldUid).getLocalizedAttributes()).toEqual(
+      ORG_INDEX_SETTINGS.localizedAttributes,
+    );
+    expect((await search(`${word.toLowerCase()} al`, 'name', oldUid)).total).toBe(1);
+    expect((await search('ta lt', 'name', oldUid)).total).toBeGreaterThanOrEqual(1);
+    expect(driftCount(await verifyIndex(db.db, meili, oldUid))).toBe(0);
+  });
+
+  it('a new index is created with the words declared English', async () => {
+    const uid = testIndexName('locale-new');
+    try {
+      await ensureOrgIndex(meili, uid);
+      expect(await meili.index(uid).getLocalizedAttributes()).toEqual([
+        { attributePatterns: ['g'], locales: ['eng'] },
+      ]);
+    } finally {
+      await meili.deleteIndexIfExists(uid);
+    }
+  });
+});
