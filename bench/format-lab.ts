@@ -24,6 +24,7 @@ import { generateRegister } from './register/generate.js';
  *   LAB_LOCALES=eng node --import tsx bench/format-lab.ts --only v5               # `g` declared in one language (localizedAttributes)
  *   LAB_DEFER_PREFIX=1 node --import tsx bench/format-lab.ts --only v5            # prefix databases built once, with the filters and sorts
  *   LAB_TRACE=1 node --import tsx bench/format-lab.ts --only v5                   # where Meilisearch's batches spent their time
+ *   LAB_CHUNK=100000 LAB_DEPTH=2 node --import tsx bench/format-lab.ts --only v5  # documents per task (default 20,000)
  *
  * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
  * - v5: format 5, as shipped (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
@@ -42,6 +43,8 @@ const at = args.indexOf('--orgs');
 const N = at >= 0 ? Number(args[at + 1]) : 300_000;
 const DIR = `/tmp/bizdir-format-lab-${process.pid}`;
 const DEPTH = Number(process.env.LAB_DEPTH ?? 1);
+/** LAB_CHUNK: documents per task (the rebuild posts 20,000: reindex.ts). */
+const CHUNK = Number(process.env.LAB_CHUNK ?? 20_000);
 /** LAB_LOCALES: `g` declared in these languages, so Meilisearch's tokenizer need not detect one. */
 const LOCALIZED: Settings = process.env.LAB_LOCALES
   ? {
@@ -65,6 +68,7 @@ const DEFER_PREFIX = process.env.LAB_DEFER_PREFIX === '1';
  */
 async function traceSummary(host: string, key: string, uid: string, limit = 14): Promise<string> {
   const seconds = new Map<string, number>();
+  let batches = 0;
   let from: number | undefined;
   for (;;) {
     const url = `${host}/batches?indexUids=${uid}&limit=100${from === undefined ? '' : `&from=${from}`}`;
@@ -73,6 +77,7 @@ async function traceSummary(host: string, key: string, uid: string, limit = 14):
       next: number | null;
     };
     for (const batch of page.results) {
+      batches++;
       for (const [step, text] of Object.entries(batch.stats.progressTrace ?? {})) {
         const m = /^([\d.]+)(ms|s|µs|ns|m)$/.exec(text);
         if (!m) continue;
@@ -83,11 +88,11 @@ async function traceSummary(host: string, key: string, uid: string, limit = 14):
     if (page.next === null || page.next === undefined) break;
     from = page.next;
   }
-  return [...seconds.entries()]
+  const steps = [...seconds.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, limit)
-    .map(([step, s]) => `  ${s.toFixed(1).padStart(7)} s  ${step}`)
-    .join('\n');
+    .map(([step, s]) => `  ${s.toFixed(1).padStart(7)} s  ${step}`);
+  return [`  ${batches} batches`, ...steps].join('\n');
 }
 
 const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
@@ -216,14 +221,14 @@ try {
         ...(DEFER_PREFIX ? { prefixSearch: 'disabled' as const } : {}),
       })
       .waitTask({ timeout: 600_000 });
-    // LAB_DEPTH tasks of 20,000 documents in flight (the rebuild keeps 4: reindex.ts), so that
+    // LAB_DEPTH tasks of LAB_CHUNK documents in flight (the rebuild keeps 4: reindex.ts), so that
     // Meilisearch batches them as it batches a rebuild's; default one at a time.
     const inFlight: Promise<unknown>[] = [];
-    for (let i = 0; i < rows.length; i += 20_000) {
+    for (let i = 0; i < rows.length; i += CHUNK) {
       inFlight.push(
         meili
           .index(uid)
-          .addDocuments(rows.slice(i, i + 20_000).map((r) => toDoc(r)))
+          .addDocuments(rows.slice(i, i + CHUNK).map((r) => toDoc(r)))
           .waitTask({ timeout: 3_600_000, interval: 200 }),
       );
       if (inFlight.length >= DEPTH) await inFlight.shift();

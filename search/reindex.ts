@@ -50,6 +50,17 @@ export interface ReindexResult {
 }
 
 /**
+ * Orgs per document task of a bulk load, and tasks in flight. Meilisearch merges each batch into
+ * every word's bitmaps, recomputes the prefix databases and commits, and that cost grows with the
+ * index: at 5.7M those steps were 62 % of the document batches' time with tasks of 20,000
+ * (docs/search.md, "Fewer, larger batches"). Tasks of 100,000 documents (about 29 MB of JSON, under
+ * Meilisearch's 100 MB payload limit) make a fifth as many batches; two in flight keep Meilisearch
+ * busy while the next one is read and built.
+ */
+export const BULK_CHUNK = 100_000;
+export const BULK_DEPTH = 2;
+
+/**
  * Bulk-loads every Org into `target` by keyset pages of ids; with `upTo`, only the ids up to it
  * (Orgs inserted later are posted by followOutbox from their outbox rows).
  */
@@ -59,8 +70,8 @@ async function bulkLoad(
   options: ReindexOptions,
   upTo = Number.MAX_SAFE_INTEGER,
 ): Promise<number> {
-  const chunk = options.chunk ?? 20_000;
-  const depth = options.depth ?? 4;
+  const chunk = options.chunk ?? BULK_CHUNK;
+  const depth = options.depth ?? BULK_DEPTH;
   const total = await deps.db
     .selectFrom('orgs')
     .select(sql<number>`count(*)::int`.as('n'))
@@ -124,8 +135,8 @@ async function followOutbox(
   writing: () => Promise<boolean>,
   options: Pick<ReindexOptions, 'chunk' | 'depth'>,
 ): Promise<number> {
-  const chunk = options.chunk ?? 20_000;
-  const depth = options.depth ?? 4;
+  const chunk = options.chunk ?? BULK_CHUNK;
+  const depth = options.depth ?? BULK_DEPTH;
   const inFlight: Promise<unknown>[] = [];
   let posted = 0;
   try {
