@@ -193,6 +193,8 @@ const server = await startMeiliServer({
     ? { maxIndexingThreads: indexingThreads(process.env.LAB_INDEXING_THREADS) }
     : {}),
 });
+// The data folder goes on every way out, `process.exit` after the builds included.
+process.once('exit', () => rmSync(DIR, { recursive: true, force: true }));
 const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
 const onlyAt = args.indexOf('--only');
 const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v5tb,v5a,floor,coarse,coarseq').split(',');
