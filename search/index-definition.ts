@@ -53,7 +53,7 @@ export const ORG_INDEX_LOAD_SETTINGS: Settings = {
   stopWords: [],
   synonyms: {},
   // `g` holds code words (name-text.ts), not words of a language. Declared as one language,
-  // Meilisearch skips detecting one per document: in the 1M lab, 35-60 % less anonymous memory
+  // Meilisearch skips detecting one per document: in the 1M lab, 33-58 % less anonymous memory
   // while loading documents, for the same time; at 5.7M one pair showed no difference
   // (docs/search.md, "Where a 5.7M build's time goes").
   localizedAttributes: [{ attributePatterns: ['g'], locales: ['eng'] }],
