@@ -43,8 +43,10 @@ const at = args.indexOf('--orgs');
 const N = at >= 0 ? Number(args[at + 1]) : 300_000;
 const DIR = `/tmp/bizdir-format-lab-${process.pid}`;
 const DEPTH = Number(process.env.LAB_DEPTH ?? 1);
-/** LAB_CHUNK: documents per task (the rebuild posts 20,000: reindex.ts). */
+/** LAB_CHUNK: documents per task (default 20,000; the rebuild posts BULK_CHUNK: reindex.ts). */
 const CHUNK = Number(process.env.LAB_CHUNK ?? 20_000);
+if (!Number.isInteger(CHUNK) || CHUNK < 1)
+  throw new Error(`LAB_CHUNK: expected 1 or more, got ${JSON.stringify(process.env.LAB_CHUNK)}`);
 /** LAB_LOCALES: `g` declared in these languages, so Meilisearch's tokenizer need not detect one. */
 const LOCALIZED: Settings = process.env.LAB_LOCALES
   ? {
@@ -223,7 +225,7 @@ try {
         ...(DEFER_PREFIX ? { prefixSearch: 'disabled' as const } : {}),
       })
       .waitTask({ timeout: 600_000 });
-    // LAB_DEPTH tasks of LAB_CHUNK documents in flight (the rebuild keeps 4: reindex.ts), so that
+    // LAB_DEPTH tasks of LAB_CHUNK documents in flight (the rebuild keeps BULK_DEPTH: reindex.ts), so that
     // Meilisearch batches them as it batches a rebuild's; default one at a time.
     const inFlight: Promise<unknown>[] = [];
     for (let i = 0; i < rows.length; i += CHUNK) {
