@@ -115,9 +115,45 @@ export function readIntoPageCache(dir: string): number {
       const st = statSync(file);
       if (st.isDirectory()) walk(file);
       else if (st.isFile() && st.size > 0) {
-        execFileSync('dd', [`if=${file}`, 'of=/dev/null', 'bs=4M', 'status=none']);
-        bytes += st.size;
+        // Under Meilisearch's write map (MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE) an LMDB
+        // file is a sparse file the size of the whole map (terabytes). LMDB hands out pages from
+        // the start of the file, so its written part is the first `allocated` bytes: read those.
+        const length = Math.min(st.size, st.blocks * 512);
+        const blocks = Math.ceil(length / 2 ** 22);
+        execFileSync('dd', [`if=${file}`, 'of=/dev/null', 'bs=4M', `count=${blocks}`, 'status=none']);
+        bytes += length;
       }
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return bytes;
+}
+
+/**
+ * The disk a folder really takes (`du`): the blocks allocated to its files, not their sizes.
+ * Meilisearch's `/stats` `databaseSize` is the size of its LMDB files, which under the write map
+ * (MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE) are sparse files the size of the whole map
+ * (2 TiB); the blocks are what the disk holds either way.
+ */
+export function allocatedBytes(dir: string): number {
+  let bytes = 0;
+  const walk = (d: string) => {
+    let entries: string[];
+    try {
+      entries = readdirSync(d);
+    } catch {
+      return; // removed while we walked
+    }
+    for (const entry of entries) {
+      const file = path.join(d, entry);
+      let st: ReturnType<typeof statSync>;
+      try {
+        st = statSync(file);
+      } catch {
+        continue; // removed while we walked (a deleted index, a processed update file)
+      }
+      if (st.isDirectory()) walk(file);
+      else bytes += st.blocks * 512;
     }
   };
   if (existsSync(dir)) walk(dir);
