@@ -44,6 +44,12 @@ const Env = Type.Object({
   /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
   MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),
   /**
+   * LMDB's write map for the embedded Meilisearch (its own variable, passed on as read): a write's
+   * dirty pages stay page cache the kernel can reclaim, not heap memory. At 5.7M Orgs it is what
+   * lets Meilisearch build and serve the register under a 6 GiB memory limit (docs/search.md).
+   */
+  MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: Type.Union([Type.Literal('true'), Type.Literal('false')]),
+  /**
    * Org changes behind (and at least 30 % of the index) at which the indexer rebuilds the search
    * index and swaps it in instead of syncing the backlog (search/catch-up.ts); 0: always sync.
    */
@@ -69,6 +75,7 @@ const DEFAULTS = {
   RECORD_CACHE: 'on',
   IMPORT_PIPELINE: 'on',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
+  MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'true',
   SEARCH_REBUILD_BACKLOG: '50000',
   SEARCH_REBUILD_DURING_IMPORT: 'off',
 } as const;
@@ -90,6 +97,7 @@ const MESSAGES: Record<string, string> = {
   RECORD_CACHE: 'must be on or off',
   IMPORT_PIPELINE: 'must be on or off',
   MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
+  MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'must be true or false',
   SEARCH_REBUILD_BACKLOG: 'must be a whole number of Orgs (0: never rebuild, always sync)',
   SEARCH_REBUILD_DURING_IMPORT: 'must be on or off',
 };
@@ -117,6 +125,8 @@ export interface Config {
   /** IMPORT_PIPELINE=on. */
   readonly importPipeline: boolean;
   readonly meiliMaxIndexingMemory: string;
+  /** MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE=true (the embedded Meilisearch's write map). */
+  readonly meiliReduceIndexingMemory: boolean;
   /** SEARCH_REBUILD_BACKLOG: see search/catch-up.ts. */
   readonly searchRebuildBacklog: number;
   /** SEARCH_REBUILD_DURING_IMPORT=on. */
@@ -165,6 +175,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     recordCache: v.RECORD_CACHE === 'on',
     importPipeline: v.IMPORT_PIPELINE === 'on',
     meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
+    meiliReduceIndexingMemory: v.MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE === 'true',
     searchRebuildBacklog: v.SEARCH_REBUILD_BACKLOG,
     searchRebuildDuringImport: v.SEARCH_REBUILD_DURING_IMPORT === 'on',
   });

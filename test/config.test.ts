@@ -15,10 +15,14 @@ describe('configuration', () => {
       meiliMaxIndexingMemory: '2 GiB',
       searchRebuildBacklog: 50_000,
       searchRebuildDuringImport: false,
+      meiliReduceIndexingMemory: true,
     });
     expect(Object.isFrozen(c)).toBe(true);
     expect(loadConfig({ SEARCH_REBUILD_DURING_IMPORT: 'on' }).searchRebuildDuringImport).toBe(true);
     expect(loadConfig({ MEILI_MAX_INDEXING_MEMORY: '512MiB' }).meiliMaxIndexingMemory).toBe('512MiB');
+    expect(
+      loadConfig({ MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'false' }).meiliReduceIndexingMemory,
+    ).toBe(false);
   });
 
   it('reads every variable', () => {
@@ -53,6 +57,7 @@ describe('configuration', () => {
     ['MEILI_MAX_INDEXING_MEMORY', 'lots'],
     ['MEILI_MAX_INDEXING_MEMORY', '2 GiB; rm -rf /'],
     ['SEARCH_REBUILD_DURING_IMPORT', 'yes'],
+    ['MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE', 'yes'],
   ])('refuses %s=%s with one message naming it', (variable, value) => {
     let caught: unknown;
     try {

@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Meilisearch } from 'meilisearch';
@@ -200,13 +200,27 @@ describe('Meilisearch down during an import', () => {
   });
 
   it('Postgres commits, sync fails without losing anything, and the index catches up to drift 0', async () => {
-    let server = await startMeiliServer({ dataDir, masterKey, maxIndexingThreads: 1 });
+    // First on LMDB's write map (as shipped), then restarted without it: the same data serves.
+    let server = await startMeiliServer({
+      dataDir,
+      masterKey,
+      maxIndexingThreads: 1,
+      reduceIndexingMemory: true,
+    });
     const port = server.port;
     const client = () => createMeiliClient({ url: server.url, apiKey: masterKey }, INDEXING_TIMEOUT_MS);
     await ensureOrgIndex(client(), indexUid);
     await importFeed(t.db, 'registrar', registerFile([['10000001', 'EARLY BIRD LTD']]), { country: 'GB' });
     await syncOutbox({ db: t.db, meili: client(), indexUid });
     await server.stop();
+    // Under the write map an index's file is a sparse file the size of the whole map.
+    const indexes = path.join(dataDir, 'data.ms', 'indexes');
+    const files = (await readdir(indexes)).map((uuid) => path.join(indexes, uuid, 'data.mdb'));
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) {
+      const st = await stat(file);
+      expect(st.size).toBeGreaterThan(100 * st.blocks * 512);
+    }
 
     const rows: [string, string][] = Array.from({ length: 300 }, (_, i) => [
       String(20_000_000 + i),
@@ -217,7 +231,13 @@ describe('Meilisearch down during an import', () => {
     await expect(syncOutbox({ db: t.db, meili: client(), indexUid })).rejects.toThrow();
     expect(await pendingChanges(t.db)).toBe(300);
 
-    server = await startMeiliServer({ dataDir, masterKey, port, maxIndexingThreads: 1 });
+    server = await startMeiliServer({
+      dataDir,
+      masterKey,
+      port,
+      maxIndexingThreads: 1,
+      reduceIndexingMemory: false,
+    });
     try {
       const result = await syncOutbox({ db: t.db, meili: client(), indexUid });
       expect(result.indexed).toBe(300);

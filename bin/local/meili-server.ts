@@ -31,6 +31,12 @@ export interface MeiliServerOptions {
   /** Indexing threads/memory caps keep a shared machine usable; unset lets Meilisearch decide. */
   maxIndexingThreads?: number;
   maxIndexingMemory?: string;
+  /**
+   * LMDB's write map (`MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE`): dirty pages written in
+   * place in the memory map, so they are reclaimable page cache instead of heap memory until the
+   * commit. Unset: whatever the environment says (the benchmarks pass it through that way).
+   */
+  reduceIndexingMemory?: boolean;
   log?: (line: string) => void;
 }
 
@@ -108,7 +114,13 @@ export async function startMeiliServer(options: MeiliServerOptions): Promise<Mei
   const child = spawn(bin, args, {
     stdio: ['ignore', 'ignore', 'pipe'],
     cwd: options.dataDir,
-    env: { ...process.env, MEILI_MASTER_KEY: options.masterKey },
+    env: {
+      ...process.env,
+      MEILI_MASTER_KEY: options.masterKey,
+      ...(options.reduceIndexingMemory === undefined
+        ? {}
+        : { MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: String(options.reduceIndexingMemory) }),
+    },
   });
   child.stderr?.on('data', (d: Buffer) => options.log?.(d.toString().trimEnd()));
   // Never leave an orphan: if this process exits without stopping the server, take it along.
