@@ -10,6 +10,7 @@ import {
   updatedBuckets,
   updatedKeys,
 } from '../search/org-document.js';
+import { loadConfig } from '../shared/config.js';
 import { allocatedBytes } from './memory-cap.js';
 import { MemoryWatch } from './process-memory.js';
 import { generateRegister } from './register/generate.js';
@@ -195,6 +196,8 @@ const server = await startMeiliServer({
   ...(process.env.LAB_INDEXING_THREADS
     ? { maxIndexingThreads: indexingThreads(process.env.LAB_INDEXING_THREADS) }
     : {}),
+  // As shipped: LMDB's write map unless MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE=false.
+  reduceIndexingMemory: loadConfig().meiliReduceIndexingMemory,
 });
 // The data folder goes on every way out, `process.exit` after the builds included.
 process.once('exit', () => rmSync(DIR, { recursive: true, force: true }));

@@ -13,6 +13,7 @@ import type { OrgSort } from '../search/org-search.js';
 import { pendingChanges } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
+import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import {
@@ -92,6 +93,8 @@ const MEILI_MEMORY = (() => {
   return i >= 0 ? parseBytes(args[i + 1] ?? '') : undefined;
 })();
 const INDEXING_MEMORY = process.env.BENCH_MEILI_INDEXING_MEMORY ?? '2 GiB';
+/** The shipped setting (shared/config.ts), read from the same variable: the write map unless `false`. */
+const WRITE_MAP = loadConfig().meiliReduceIndexingMemory;
 /** Meilisearch's --max-indexing-threads; unset, its own default (half the cores: one on 2 cores). */
 const INDEXING_THREADS = process.env.BENCH_MEILI_INDEXING_THREADS
   ? count('BENCH_MEILI_INDEXING_THREADS', process.env.BENCH_MEILI_INDEXING_THREADS) || undefined
@@ -299,6 +302,8 @@ async function main() {
     masterKey: `bench-${tag}-master-key`,
     maxIndexingMemory: INDEXING_MEMORY,
     ...(INDEXING_THREADS ? { maxIndexingThreads: INDEXING_THREADS } : {}),
+    // As shipped: LMDB's write map unless MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE=false.
+    reduceIndexingMemory: WRITE_MAP,
   });
   const meiliPid = meiliServer.process.pid!;
   let cap: MemoryCap | undefined;
@@ -616,7 +621,7 @@ async function main() {
     figures.meiliPeakRssMiB = Math.round(memory(meiliPid).peak / 2 ** 20);
     report(
       'Meilisearch peak RSS',
-      `${mb(memory(meiliPid).peak)} MiB (VmHWM; sampled peaks: anon ${mb(watch.peakAnon)} MiB, file-backed ${mb(watch.peakFile)} MiB, max indexing memory ${INDEXING_MEMORY}, indexing threads ${INDEXING_THREADS ?? 'default'})`,
+      `${mb(memory(meiliPid).peak)} MiB (VmHWM; sampled peaks: anon ${mb(watch.peakAnon)} MiB, file-backed ${mb(watch.peakFile)} MiB, max indexing memory ${INDEXING_MEMORY}, indexing threads ${INDEXING_THREADS ?? 'default'}, write map ${WRITE_MAP ? 'on' : 'off'})`,
     );
     if (cap) {
       figures.meiliCgroupPeakMiB = Math.round(cap.peakBytes() / 2 ** 20);
