@@ -5,6 +5,7 @@ import {
   readdirSync,
   readFileSync,
   rmdirSync,
+  type Stats,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -84,22 +85,42 @@ export function capMemory(pid: number, limitBytes: number, name: string): Memory
 }
 
 /**
+ * Every regular file under `dir` with its stat, depth first. A file or folder removed while the
+ * walk runs (a deleted index, a processed update file) is skipped.
+ */
+function forEachFile(dir: string, visit: (file: string, st: Stats) => void): void {
+  const walk = (d: string) => {
+    let entries: string[];
+    try {
+      entries = readdirSync(d);
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const file = path.join(d, entry);
+      let st: Stats;
+      try {
+        st = statSync(file);
+      } catch {
+        continue;
+      }
+      if (st.isDirectory()) walk(file);
+      else if (st.isFile()) visit(file, st);
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+}
+
+/**
  * Drops a folder's files from the page cache (after writing back what is dirty), so that a process
  * started next faults them in itself and is charged for them: pages cached by an earlier process
  * belong to that process's cgroup and would be neither counted nor reclaimed by the new limit.
  */
 export function evictFromPageCache(dir: string): void {
   execFileSync('sync');
-  const walk = (d: string) => {
-    for (const entry of readdirSync(d)) {
-      const file = path.join(d, entry);
-      const st = statSync(file);
-      if (st.isDirectory()) walk(file);
-      else if (st.isFile() && st.size > 0)
-        execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
-    }
-  };
-  if (existsSync(dir)) walk(dir);
+  forEachFile(dir, (file, st) => {
+    if (st.size > 0) execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
+  });
 }
 
 /**
@@ -109,23 +130,21 @@ export function evictFromPageCache(dir: string): void {
  */
 export function readIntoPageCache(dir: string): number {
   let bytes = 0;
-  const walk = (d: string) => {
-    for (const entry of readdirSync(d)) {
-      const file = path.join(d, entry);
-      const st = statSync(file);
-      if (st.isDirectory()) walk(file);
-      else if (st.isFile() && st.size > 0) {
-        // Under Meilisearch's write map (MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE) an LMDB
-        // file is a sparse file the size of the whole map (terabytes). LMDB hands out pages from
-        // the start of the file, so its written part is the first `allocated` bytes: read those.
-        const length = Math.min(st.size, st.blocks * 512);
-        const blocks = Math.ceil(length / 2 ** 22);
-        execFileSync('dd', [`if=${file}`, 'of=/dev/null', 'bs=4M', `count=${blocks}`, 'status=none']);
-        bytes += length;
-      }
-    }
-  };
-  if (existsSync(dir)) walk(dir);
+  forEachFile(dir, (file, st) => {
+    // Under Meilisearch's write map (MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE) an LMDB
+    // file is a sparse file the size of the whole map (terabytes). LMDB hands out pages from
+    // the start of the file, so its written part is the first `allocated` bytes: read those.
+    const length = Math.min(st.size, st.blocks * 512);
+    if (length === 0) return;
+    execFileSync('dd', [
+      `if=${file}`,
+      'of=/dev/null',
+      'bs=4M',
+      `count=${Math.ceil(length / 2 ** 22)}`,
+      'status=none',
+    ]);
+    bytes += length;
+  });
   return bytes;
 }
 
@@ -137,25 +156,8 @@ export function readIntoPageCache(dir: string): number {
  */
 export function allocatedBytes(dir: string): number {
   let bytes = 0;
-  const walk = (d: string) => {
-    let entries: string[];
-    try {
-      entries = readdirSync(d);
-    } catch {
-      return; // removed while we walked
-    }
-    for (const entry of entries) {
-      const file = path.join(d, entry);
-      let st: ReturnType<typeof statSync>;
-      try {
-        st = statSync(file);
-      } catch {
-        continue; // removed while we walked (a deleted index, a processed update file)
-      }
-      if (st.isDirectory()) walk(file);
-      else bytes += st.blocks * 512;
-    }
-  };
-  if (existsSync(dir)) walk(dir);
+  forEachFile(dir, (_file, st) => {
+    bytes += st.blocks * 512;
+  });
   return bytes;
 }
