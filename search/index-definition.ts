@@ -14,7 +14,13 @@ import type { Settings } from 'meilisearch';
 export const ORG_INDEX_PRIMARY_KEY = 'id';
 
 /** Bumped when the document shape changes; an index of another format needs `bizdir reindex`. */
-export const ORG_INDEX_FORMAT = 5;
+export const ORG_INDEX_FORMAT = 6;
+
+/**
+ * The sortable attributes of format 5, whose name bucket `nb` was the name key's first three
+ * characters for every name. It is recognised by `nb` without `t` and served until `bizdir reindex`.
+ */
+export const V5_SORTABLE = ['n', 'd', 'nb', 'u', 'db'] as const;
 
 /**
  * The sortable attributes of format 4, which also sorted `updated` on `t` (two unique strings per
@@ -73,19 +79,21 @@ export const ORG_INDEX_SETTINGS: Settings = {
     { attributePatterns: ['l', 'd'], features: equalityOnly },
     NAME_KEY_FILTER,
   ],
-  // `nb` and `db` are coarse buckets of `n` and `d`, sorted on first: Meilisearch then skips whole
+  // `np` and `db` are coarse buckets of `n` and `d`, sorted on first: Meilisearch then skips whole
   // buckets before a deep page instead of walking every value (org-document.ts). `updated` is `u`
   // (ms), then `db`, then `d`: the groups of Orgs one import transaction wrote with the same
   // `updated` are skipped whole, and the one a page starts in is split 1,296 ways by `db` before
   // `d` is walked.
-  sortableAttributes: ['n', 'd', 'nb', 'u', 'db'],
+  sortableAttributes: ['n', 'd', 'np', 'u', 'db'],
 };
 
 /**
- * The settings an index of format 2, 3 or 4 was built with (Orgs filtered by `id`; its own sort
- * keys). Such an index keeps serving until `bizdir reindex`; tests build one to check the upgrade.
+ * The settings an index of format 2, 3, 4 or 5 was built with (2-4 filtered Orgs by `id`; each its
+ * own sort keys). Such an index keeps serving until `bizdir reindex`; tests build one to check the
+ * upgrade.
  */
-export function legacySettings(format: 2 | 3 | 4): Settings {
+export function legacySettings(format: 2 | 3 | 4 | 5): Settings {
+  if (format === 5) return { ...ORG_INDEX_SETTINGS, sortableAttributes: [...V5_SORTABLE] };
   const sortable = format === 2 ? V2_SORTABLE : format === 3 ? V3_SORTABLE : V4_SORTABLE;
   // Those releases left the words' language to Meilisearch's detection.
   const { localizedAttributes: _none, ...current } = ORG_INDEX_SETTINGS;

@@ -47,10 +47,11 @@ export interface OrgSearchDeps {
   /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
   /**
-   * The live index's format (until `bizdir reindex`): 4 sorts `updated` on `t` and filters Orgs by
-   * `id`, 3 also sorts on the exact keys without buckets, 2 also sorts `updated` on `u` and `d`.
+   * The live index's format (until `bizdir reindex`): 5 buckets every name by three characters
+   * (`nb`), 4 also sorts `updated` on `t` and filters Orgs by `id`, 3 also sorts on the exact keys
+   * without buckets, 2 also sorts `updated` on `u` and `d`.
    */
-  format?: 2 | 3 | 4 | 5;
+  format?: 2 | 3 | 4 | 5 | 6;
   /** Orgs left out of every answer (changed, not yet applied to the index: fresh-changes.ts). */
   exclude?: readonly number[];
 }
@@ -78,10 +79,16 @@ const V4_SORT_RULES: SortRules = {
  * the stable domain's bucket and the stable domain: the order of format 4's `t` without two unique
  * strings per Org.
  */
-const SORT_RULES: SortRules = {
+const V5_SORT_RULES: SortRules = {
   ...V4_SORT_RULES,
   updated: ['u:asc', 'db:asc', 'd:asc'],
   '-updated': ['u:desc', 'db:asc', 'd:asc'],
+};
+/** Format 6: format 5 with the name bucket `np`, which splits the crowded prefixes finer. */
+const SORT_RULES: SortRules = {
+  ...V5_SORT_RULES,
+  name: ['np:asc', 'n:asc', 'd:asc'],
+  '-name': ['np:desc', 'n:desc', 'd:asc'],
 };
 const V2_SORT_RULES: SortRules = {
   ...V3_SORT_RULES,
@@ -95,14 +102,16 @@ const sortRules = (deps: OrgSearchDeps) =>
       ? V3_SORT_RULES
       : deps.format === 4
         ? V4_SORT_RULES
-        : SORT_RULES;
+        : deps.format === 5
+          ? V5_SORT_RULES
+          : SORT_RULES;
 
 /** Pages of this many ids when a whole candidate set is read. */
 const READ_PAGE = 10_000;
 
 const quote = (value: string) => `"${value}"`;
 /**
- * "One of these Orgs": by stable domain (format 5; `bizdirUid` is the same permutation as the
+ * "One of these Orgs": by stable domain (formats 5 and 6; `bizdirUid` is the same permutation as the
  * documents' `d`), or by `id` in the earlier formats.
  */
 const orgIn = (deps: OrgSearchDeps, ids: Iterable<number>) =>
@@ -116,16 +125,16 @@ interface Resolved {
   q: string;
   filters: string[];
   /**
-   * The suspects found true, with their keys (format 5): the Orgs `filters` adds to the unchecked
+   * The suspects found true, with their keys (formats 5 and 6): the Orgs `filters` adds to the unchecked
    * query's answer. Absent when there were none or the index cannot merge them (mergeTrue).
    */
   truly?: Keyed[];
 }
 
-/** Format 5 displays the keys a merge of true suspects orders on (`n`, `u`; `d` comes from the id). */
+/** Formats 5 and 6 display the keys a merge of true suspects orders on (`n`, `u`; `d` comes from the id). */
 const canMerge = (deps: OrgSearchDeps) => (deps.format ?? 5) >= 5;
 
-/** An Org with the exact keys of every order (format 5's displayed `n`, `d`, `u`). */
+/** An Org with the exact keys of every order (the displayed `n`, `d`, `u`). */
 interface Keyed {
   id: number;
   n: string;
@@ -138,8 +147,9 @@ type KeyedOrder = (a: Keyed, b: Keyed) => number;
 const cmpStr = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * Meilisearch's orders of format 5 on the exact keys (SORT_RULES: a bucket is a prefix of its key,
- * and `db` of `d`, so neither changes the order). Strings compare as bytes, as Meilisearch's facet
+ * Meilisearch's orders of formats 5 and 6 on the exact keys (SORT_RULES: a bucket is a prefix of its
+ * key, cut at a width that depends only on characters it keeps, and `db` of `d`, so neither changes
+ * the order). Strings compare as bytes, as Meilisearch's facet
  * values of these ASCII keys do.
  */
 const KEYED_ORDERS: Record<Exclude<OrgSort, 'relevance'> | 'byDomain', KeyedOrder> = {
@@ -208,6 +218,12 @@ async function keyed(
  * asked as before.
  */
 export const MERGE_BUDGET = 100;
+
+/**
+ * `sort=relevance` asks for the third tier before it knows the size of the second (tieredPage):
+ * its window starts this many positions early, enough for a second tier of up to this many names.
+ */
+export const SECOND_TIER_GUESS = 200;
 
 /**
  * The ids at [offset, offset + limit) of the order `cmp` over A ∪ T, given A's hits from position
@@ -433,7 +449,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
   const extra = await domainOnly(deps, folded, query.domainOrgIds);
   if (extra.length === 0) {
     // Most terms have no true suspect: the page of the unchecked candidates is then the answer, so
-    // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (format 5), so
+    // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (formats 5 and 6), so
     // that a few true suspects are merged into it here; more, and the exact query is asked.
     const from = canMerge(deps) ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
     const asked = query.limit + (query.offset - from);
@@ -495,7 +511,7 @@ async function relevancePage(
   const equal = readAllIds(deps, '', [`n = ${key}`]);
   // Usually no Org's domain or whole name equals the term and no suspect is true: the tiers of the
   // unchecked candidates are then the answer, so they are asked for while that is being found out.
-  // Its third tier starts MERGE_BUDGET early (format 5), so that a few true suspects are merged
+  // Its third tier starts MERGE_BUDGET early (formats 5 and 6), so that a few true suspects are merged
   // into it here.
   const budget = canMerge(deps) ? MERGE_BUDGET : 0;
   const guess =
@@ -573,13 +589,31 @@ async function tieredPage(
   const notFirst = first.length > 0 ? [orgNotIn(deps, first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
-  // The second tier is a filter on the name key alone (cheap): its page and size come first, and
-  // then one query of the term (the costly part) gives both the third tier's page and its size.
   const { offset, limit } = query;
   const f = first.length;
+  const byDomain = sortRules(deps).byDomain;
+  /** The third tier's hits from `from` on, `count` of them (0: its size alone). */
+  const third = (from: number, count: number) =>
+    search(deps, rest.q, {
+      filter: rest.filters,
+      sort: byDomain,
+      offset: from,
+      limit: count,
+      attributesToRetrieve: ['id'],
+    });
+  // Where the third tier's part of the page starts depends on the size of the second tier (the
+  // names starting with the term), which is usually small. So the second tier (a filter on the
+  // name key alone) and the third (the term's query, the costly part) are asked for at once: the
+  // third from SECOND_TIER_GUESS positions earlier than if the second were empty, which holds the
+  // page for any second tier up to that size. A larger second tier (short terms: 250,647 names
+  // start with "r" at 5.7M) asks the third tier again, as it knows where to start.
+  const guessFrom = Math.max(0, offset - f - SECOND_TIER_GUESS - early);
+  const guessTo = Math.max(0, offset + limit - f);
+  const guessed = third(guessFrom, Math.max(0, guessTo - guessFrom));
+  guessed.catch(() => undefined);
   const secondRes = await search(deps, second.q, {
     filter: second.filters,
-    sort: sortRules(deps).byDomain,
+    sort: byDomain,
     offset: Math.max(0, offset - f),
     limit,
     attributesToRetrieve: ['id'],
@@ -589,23 +623,25 @@ async function tieredPage(
   const restLimit = Math.max(0, Math.min(limit, offset + limit - f - s - restOffset));
   const restFrom = restLimit > 0 ? Math.max(0, restOffset - early) : restOffset;
   const restAsked = restLimit > 0 ? restLimit + (restOffset - restFrom) : 0;
-  const restRes = await search(deps, rest.q, {
-    filter: rest.filters,
-    sort: sortRules(deps).byDomain,
-    offset: restFrom,
-    limit: restAsked,
-    attributesToRetrieve: ['id'],
-  });
+  // The guess holds positions guessFrom to guessTo of the third tier (fewer where the tier ends).
+  const fits = restFrom >= guessFrom && restFrom + restAsked <= guessTo;
+  const restRes = fits ? await guessed : await third(restFrom, restAsked);
+  const restHits = fits
+    ? restRes.hits.slice(restFrom - guessFrom, restFrom - guessFrom + restAsked)
+    : restRes.hits;
   const inSecond = Math.max(0, Math.min(s, offset + limit - f) - Math.max(0, offset - f));
   const head = [...first.slice(offset, offset + limit), ...idsOf(secondRes).slice(0, inSecond)];
   const restTotal = restRes.estimatedTotalHits ?? 0;
   const skip = restOffset - restFrom;
   return {
-    page: { ids: [...head, ...idsOf(restRes).slice(skip, skip + restLimit)], total: f + s + restTotal },
+    page: {
+      ids: [...head, ...restHits.slice(skip, skip + restLimit).map((h) => Number(h.id))],
+      total: f + s + restTotal,
+    },
     head,
     restOffset,
     restLimit,
-    restHits: restRes.hits,
+    restHits,
     restFrom,
   };
 }

@@ -62,6 +62,9 @@ const WORDS = [
   'IT',
   'MITE',
   'LIMIT',
+  // Names starting "THE" share one crowded prefix, bucketed finer (org-document.ts nameBucket).
+  'THE',
+  'THEATRE',
 ];
 const HARD = [
   'SMITH & SMITH LIMITED',
@@ -85,6 +88,19 @@ const HARD = [
   'ACME WIDGETS LTD',
   'ACME WIDGETS LTD',
   'acme widgets ltd',
+  'THE',
+  'THE A',
+  'THE ACME LTD',
+  'THE  ACME LTD',
+  'THEATRE LTD',
+  'THERMAL LTD',
+  'THE ZEBRA LTD',
+  'THE (UK) LTD',
+  'THE ÉTÉ LTD',
+  'THEY',
+  'TH',
+  'THD LTD',
+  'THF LTD',
 ];
 
 function makeNames(count: number, rand: () => number): string[] {

@@ -10,6 +10,7 @@ import {
   SUSPECT_MARK,
   termMatches,
 } from '../search/name-text.js';
+import { nameBucket } from '../search/org-document.js';
 
 /**
  * The index's promises, checked on many generated names and terms over a tiny alphabet (so that
@@ -154,6 +155,28 @@ describe('name text', () => {
       }),
       { numRuns: 5000, seed: 13 },
     );
+  });
+
+  it('name buckets sort as the keys they cut, crowded prefixes included (format 6)', () => {
+    const any = fc
+      .array(fc.constantFrom('t', 'h', 'e', 'a', 'z', ' ', '0', '&', 'é', 'q'), { maxLength: 10 })
+      .map((a) => nameSortKey(foldName(a.join(''))));
+    // Names starting "the" are many; make them most of the cases.
+    const key = fc.oneof(
+      any,
+      any.map((k) => nameSortKey('the') + k),
+    );
+    fc.assert(
+      fc.property(key, key, (x, y) => {
+        expect(x.startsWith(nameBucket(x))).toBe(true);
+        if (x <= y) expect(nameBucket(x) <= nameBucket(y)).toBe(true);
+      }),
+      { numRuns: 5000, seed: 15 },
+    );
+    // "the", the space (00w), then three more characters of the key.
+    expect(nameBucket(nameSortKey(foldName('THE ACME LTD')))).toBe('the00wacm');
+    expect(nameBucket(nameSortKey(foldName('THEATRE LTD')))).toBe('theatre00');
+    expect(nameBucket(nameSortKey(foldName('HARBOUR LTD')))).toBe('har');
   });
 
   it('a pathologically repetitive name is a suspect for every term of four or more characters', () => {
