@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { ExtraRequestInit, Settings } from 'meilisearch';
 import {
   type EnqueuedTaskPromise,
@@ -6,7 +7,7 @@ import {
   MeilisearchError,
   type Task,
 } from 'meilisearch';
-import { Agent } from 'undici';
+import { Agent, request } from 'undici';
 import { type Config, LOCAL_DEFAULTS } from '../shared/config.js';
 import {
   ORG_INDEX_FORMAT,
@@ -85,16 +86,92 @@ export class MeiliTaskFailedError extends Error {
 
 /** Waits for an enqueued task and throws unless it succeeded: callers mark work done only after this. */
 export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = 300_000): Promise<Task> {
-  // Short tasks are polled often (a change should be searchable quickly); long ones (a rebuild's
-  // settings, minutes) once a second: each poll leaves a listener on the wait's abort signal.
-  const interval = timeoutMs > 300_000 ? 1_000 : 100;
-  const task = await enqueued.waitTask({ timeout: timeoutMs, interval });
+  return checked(await enqueued.waitTask({ timeout: timeoutMs, interval: pollInterval(timeoutMs) }));
+}
+
+/** `succeeded` for a task known by its uid (streamDocuments). */
+export async function taskSucceeded(
+  client: Meilisearch,
+  taskUid: number,
+  timeoutMs = 300_000,
+): Promise<Task> {
+  return checked(
+    await client.tasks.waitForTask(taskUid, { timeout: timeoutMs, interval: pollInterval(timeoutMs) }),
+  );
+}
+
+/**
+ * Short tasks are polled often (a change should be searchable quickly); long ones (a rebuild's
+ * settings, minutes) once a second: each poll leaves a listener on the wait's abort signal.
+ */
+const pollInterval = (timeoutMs: number) => (timeoutMs > 300_000 ? 1_000 : 100);
+
+function checked(task: Task): Task {
   if (task.status !== 'succeeded') {
     throw new MeiliTaskFailedError(
       `Meilisearch task ${task.uid} (${task.type}) ${task.status}: ${task.error?.message ?? 'no reason given'}`,
     );
   }
   return task;
+}
+
+/**
+ * Adds documents to an index as one task whose payload is streamed as NDJSON while `lines`
+ * produces it, and returns the task's uid (wait for it with taskSucceeded). The client library
+ * posts one body built whole in memory; a rebuild's tasks of 200,000 documents (about 58 MB) would
+ * hold two of them at once in the worker (677 MB at its peak, measured). Streamed, the worker
+ * holds one page of rows. Meilisearch stores the payload as it arrives and enqueues the task when
+ * it ends. A failure of `lines` (reading Postgres) is thrown as itself; Meilisearch unreachable or
+ * answering 5xx, as SearchUnavailableError.
+ */
+export async function streamDocuments(
+  client: Meilisearch,
+  indexUid: string,
+  lines: AsyncIterable<string>,
+  primaryKey = ORG_INDEX_PRIMARY_KEY,
+): Promise<number> {
+  const host = /^https?:\/\//.test(client.config.host) ? client.config.host : `http://${client.config.host}`;
+  const url = new URL(
+    `indexes/${encodeURIComponent(indexUid)}/documents`,
+    host.endsWith('/') ? host : `${host}/`,
+  );
+  url.searchParams.set('primaryKey', primaryKey);
+  let producing: unknown;
+  async function* body() {
+    try {
+      for await (const chunk of lines) yield Buffer.from(chunk);
+    } catch (error) {
+      producing = error;
+      throw error;
+    }
+  }
+  let status: number;
+  let text: string;
+  try {
+    const res = await request(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-ndjson',
+        ...(client.config.apiKey ? { authorization: `Bearer ${client.config.apiKey}` } : {}),
+      },
+      body: Readable.from(body()),
+      headersTimeout: INDEXING_TIMEOUT_MS,
+      bodyTimeout: INDEXING_TIMEOUT_MS,
+    });
+    status = res.statusCode;
+    text = await res.body.text();
+  } catch (error) {
+    if (producing !== undefined) throw producing;
+    throw new SearchUnavailableError(
+      `search engine unavailable (${error instanceof Error ? error.message : String(error)})`,
+      { cause: error },
+    );
+  }
+  if (producing !== undefined) throw producing;
+  if (status >= 500) throw new SearchUnavailableError(`search engine unavailable (HTTP ${status}: ${text})`);
+  if (status >= 300)
+    throw new MeiliTaskFailedError(`adding documents to ${indexUid} failed: HTTP ${status}: ${text}`);
+  return (JSON.parse(text) as { taskUid: number }).taskUid;
 }
 
 export async function indexExists(client: Meilisearch, uid: string): Promise<boolean> {

@@ -1,7 +1,13 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
+import {
+  createMeiliClient,
+  ensureOrgIndex,
+  MeiliTaskFailedError,
+  SearchUnavailableError,
+  streamDocuments,
+} from '../search/meili-client.js';
 import { pendingChanges, syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
@@ -102,6 +108,52 @@ describe('bizdir reindex', () => {
     // The retired index is gone; only the live one remains under this test's name.
     const names = (await meili.getRawIndexes({ limit: 1000 })).results.map((i) => i.uid);
     expect(names.filter((n) => n.startsWith(indexUid))).toEqual([indexUid]);
+  });
+
+  it('streams each task of a bulk load from pages: tasks of `chunk` Orgs, the last one partial', async () => {
+    const { n } = await t.db
+      .selectFrom('orgs')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .executeTakeFirstOrThrow();
+    const result = await reindex({ db: t.db, meili, indexUid }, { chunk: 700, page: 160 });
+    expect(result.documents).toBe(n);
+    const tasks = await meili.tasks.getTasks({
+      indexUids: [result.target],
+      types: ['documentAdditionOrUpdate'],
+      limit: 100,
+    });
+    const received = tasks.results
+      .map((task) => ({ status: task.status, docs: task.details?.receivedDocuments }))
+      .reverse();
+    const whole = Math.floor(n / 700);
+    expect(received).toEqual([
+      ...Array.from({ length: whole }, () => ({ status: 'succeeded', docs: 700 })),
+      ...(n % 700 > 0 ? [{ status: 'succeeded', docs: n % 700 }] : []),
+    ]);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
+    expect((await find('org 12 widgets')).total).toBe(1);
+  });
+
+  it('a streamed payload: a failure while producing it is thrown as itself, bad input and no Meilisearch as ours', async () => {
+    const uid = testIndexName('stream');
+    async function* failing() {
+      yield '{"id":1,"g":"abc"}\n';
+      throw new Error('postgres went away');
+    }
+    await expect(streamDocuments(meili, uid, failing())).rejects.toMatchObject({
+      name: 'Error',
+      message: 'postgres went away',
+    });
+    async function* malformed() {
+      yield '{"id": 1,\n';
+    }
+    await expect(streamDocuments(meili, uid, malformed())).rejects.toBeInstanceOf(MeiliTaskFailedError);
+    async function* one() {
+      yield '{"id":1,"g":"abc"}\n';
+    }
+    const away = createMeiliClient({ url: 'http://127.0.0.1:9', apiKey: 'k' });
+    await expect(streamDocuments(away, uid, one())).rejects.toBeInstanceOf(SearchUnavailableError);
+    await meili.deleteIndexIfExists(uid);
   });
 
   it('--wait rebuilds from the command line; --verify reports a deleted entry and exits non-zero', async () => {
