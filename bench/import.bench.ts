@@ -14,6 +14,7 @@ import { REGISTRAR_HEADER_LINE } from '../ingest/registrar/registrar.parser.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../jobs/queue.js';
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { copyLine } from '../shared/pg-copy.js';
+import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir, FROM_SOURCE } from './bizdir-cli.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { namesOf, rowOf, writeRegistrarFile } from './registrar-generate.js';
 
@@ -104,42 +105,16 @@ async function psqlCopy(dbUrl: string, file: string): Promise<number> {
   return Date.now() - started;
 }
 
-/**
- * How the worker processes run: as users run them (`node dist/bin/bizdir.js`, built by main() first),
- * or from source through tsx (`BENCH_WORKER=tsx`). tsx is a development tool: its loader and
- * transpiled sources cost the worker about 60 MB more at rest (198 against 135 MB here), and the
- * preparing thread loads tsx once more.
- */
-const FROM_SOURCE = process.env.BENCH_WORKER === 'tsx';
-if (process.env.BENCH_WORKER !== undefined && !['tsx', 'dist'].includes(process.env.BENCH_WORKER))
-  throw new Error('BENCH_WORKER is tsx or dist');
-
-/** Builds dist/ (tsc, as `npm run build`) so the workers run the code of this checkout. */
+/** Builds dist/ so the workers run the code of this checkout, as users run them (bizdir-cli.ts). */
 function buildWorker() {
-  if (FROM_SOURCE) return;
-  const t = Date.now();
-  execFileSync(
-    process.execPath,
-    [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: ROOT,
-      stdio: 'inherit',
-    },
-  );
-  console.log(`built dist/ for the workers in ${seconds(Date.now() - t)} s`);
+  const ms = buildBizdir();
+  if (!FROM_SOURCE) console.log(`built dist/ for the workers in ${seconds(ms)} s`);
 }
 
 function startWorker(dbUrl: string, prefix: string, concurrency = 1): ChildProcess {
   return spawn(
     process.execPath,
-    [
-      ...(FROM_SOURCE ? ['--import', 'tsx', 'bin/bizdir.ts'] : ['dist/bin/bizdir.js']),
-      'worker',
-      '--queues',
-      'import',
-      '--concurrency',
-      String(concurrency),
-    ],
+    [...BIZDIR_ARGS, 'worker', '--queues', 'import', '--concurrency', String(concurrency)],
     {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: dbUrl, REDIS_URL: REDIS, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn' },
@@ -271,9 +246,7 @@ async function importRunTimed(env: Env, sources: string[]): Promise<{ ms: number
 async function main() {
   mkdirSync(outDir, { recursive: true });
   buildWorker();
-  console.log(
-    `workers run ${FROM_SOURCE ? 'from source through tsx (BENCH_WORKER=tsx)' : 'dist/bin/bizdir.js, as users run them'}`,
-  );
+  console.log(`workers run ${BIZDIR_HOW}`);
   const file = path.join(outDir, `registrar-${N}.csv`);
   const changed = path.join(outDir, `registrar-${N}-changed.csv`);
   const t = Date.now();

@@ -15,6 +15,7 @@ import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir } from './bizdir-cli.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import {
   allocatedBytes,
@@ -130,8 +131,9 @@ function report(label: string, value: string) {
 /** One statement on its own connection (the admin database by default). */
 const admin = (text: string, url = ADMIN) => runStatement(url, text);
 
+/** A `bizdir` process (the worker, the API) as users run it: built dist/ unless BENCH_WORKER=tsx. */
 function bizdir(cmd: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'bin/bizdir.ts', ...cmd], {
+  return spawn(process.execPath, [...BIZDIR_ARGS, ...cmd], {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -282,6 +284,8 @@ async function explainQueries(
 async function main() {
   const t0 = Date.now();
   const reg = await generateRegister({ orgs: ORGS, parts: PARTS, dir: '/tmp/bizdir-register' });
+  const built = buildBizdir();
+  report('bizdir processes', `${BIZDIR_HOW}${built > 0 ? ` (dist/ built in ${s(built)} s)` : ''}`);
   let names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
   const shape = describeNames(names);
   report(
