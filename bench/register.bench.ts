@@ -131,16 +131,23 @@ function report(label: string, value: string) {
 /** One statement on its own connection (the admin database by default). */
 const admin = (text: string, url = ADMIN) => runStatement(url, text);
 
+/** The `bizdir` processes started and not yet exited: the clean-up stops them all. */
+const children = new Set<ChildProcess>();
+
 /** A `bizdir` process (the worker, the API) as users run it: built dist/ unless BENCH_WORKER=tsx. */
 function bizdir(cmd: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [...BIZDIR_ARGS, ...cmd], {
+  const child = spawn(process.execPath, [...BIZDIR_ARGS, ...cmd], {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
 }
 
 async function waitExit(child: ChildProcess): Promise<number> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? 1;
   return new Promise((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
 }
 
@@ -353,6 +360,44 @@ async function main() {
       await sleep(1000);
     }
   })();
+  /**
+   * The end of every run, also when it is stopped by a signal (Ctrl-C, `kill`): the bizdir processes
+   * stopped, the database dropped and Meilisearch's data removed (unless kept), Meilisearch stopped,
+   * its memory cgroup and the run's queue keys removed. Runs once.
+   */
+  let cleaned: Promise<void> | undefined;
+  const cleanUp = () =>
+    (cleaned ??= (async () => {
+      watch.stop();
+      polling = false;
+      for (const child of [...children]) {
+        child.kill('SIGTERM');
+        await waitExit(child);
+      }
+      await close();
+      if (!KEEP) await admin(`drop database if exists ${dbName} with (force)`);
+      await meiliServer.stop();
+      cap?.remove();
+      const redis = new Redis(REDIS);
+      for (let cursor = '0'; ; ) {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        if (keys.length > 0) await redis.del(...keys);
+        cursor = next;
+        if (cursor === '0') break;
+      }
+      redis.disconnect();
+      if (KEEP)
+        console.log(
+          `kept: database ${dbName}, Meilisearch data ${MEILI_DIR}; measure again with --reuse ${tag}`,
+        );
+      else rmSync(MEILI_DIR, { recursive: true, force: true });
+    })());
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`${signal}: stopping the run and cleaning up`);
+    void cleanUp().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     await migrateToLatest(db);
     await ensureOrgIndex(meili, INDEX);
@@ -694,33 +739,9 @@ async function main() {
     for (const [k, v] of results) console.log(`| ${k} | ${v} |`);
     console.log(JSON.stringify({ registerBench: figures }, null, 2));
   } finally {
-    watch.stop();
-    polling = false;
-    if (api && api.exitCode === null) {
-      api.kill('SIGTERM');
-      await waitExit(api);
-    }
-    if (worker) {
-      worker.kill('SIGTERM');
-      await waitExit(worker);
-    }
-    await close();
-    if (!KEEP) await admin(`drop database if exists ${dbName} with (force)`);
-    await meiliServer.stop();
-    cap?.remove();
-    const redis = new Redis(REDIS);
-    for (let cursor = '0'; ; ) {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-      if (cursor === '0') break;
-    }
-    redis.disconnect();
-    if (KEEP)
-      console.log(
-        `kept: database ${dbName}, Meilisearch data ${MEILI_DIR}; measure again with --reuse ${tag}`,
-      );
-    else rmSync(MEILI_DIR, { recursive: true, force: true });
+    await cleanUp();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }
 
