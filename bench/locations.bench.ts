@@ -7,11 +7,13 @@
  *   npm run bench:locations                       # 100,000 rows, 5,000 Orgs
  *   BENCH_ROWS=20000 BENCH_ORGS=1000 npm run bench:locations
  *   BENCH_IN_FLIGHT=1 npm run bench:locations     # batches one after the other (default: two in flight)
+ *   BENCH_PROFILE=/tmp/prof npm run bench:locations   # + a CPU profile of each import's main thread only
  *
  * Postgres: BENCH_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts); the benchmark
  * creates its own database `bizdir_bench_loc_*` and drops it at the end.
  */
 import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -28,6 +30,27 @@ const BATCH = process.env.BENCH_BATCH ? Number(process.env.BENCH_BATCH) : undefi
 /** BENCH_IN_FLIGHT=N: N batches in flight (RunImportDeps.batchesInFlight; default: the feed's own, 2 with IMPORT_PIPELINE=on, else 1). */
 const IN_FLIGHT = process.env.BENCH_IN_FLIGHT ? Number(process.env.BENCH_IN_FLIGHT) : undefined;
 const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
+/** BENCH_PROFILE=DIR: a .cpuprofile per import, of the import alone (not the sheet's writing, not startup). */
+const PROFILE_DIR = process.env.BENCH_PROFILE;
+
+/** Runs `work` under the V8 profiler when BENCH_PROFILE is set, writing DIR/<name>.cpuprofile. */
+async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  if (!PROFILE_DIR) return work();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    await fs.mkdir(PROFILE_DIR, { recursive: true });
+    const out = path.join(PROFILE_DIR, `${name}.cpuprofile`);
+    await fs.writeFile(out, JSON.stringify(profile));
+    session.disconnect();
+    console.log(`profile: ${out}`);
+  }
+}
 
 async function writeSheet(file: string): Promise<void> {
   const handle = await fs.open(file, 'w');
@@ -119,7 +142,9 @@ async function main(): Promise<void> {
         options: { full: false },
       });
       const pgBefore = postgresCpuSeconds();
-      const { result, seconds, peakMb, cpuSeconds } = await measured(() => runImport(deps, run.id));
+      const { result, seconds, peakMb, cpuSeconds } = await measured(() =>
+        profiled(label.replaceAll(' ', '-'), () => runImport(deps, run.id)),
+      );
       const pgAfter = postgresCpuSeconds();
       const pgCpu = pgBefore === null || pgAfter === null ? 'n/a' : `${(pgAfter - pgBefore).toFixed(1)} s`;
       const rate = ROWS / seconds;
