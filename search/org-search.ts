@@ -478,10 +478,13 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
       const early = match.truly.length > query.offset - from ? exact() : undefined;
       early?.catch(() => undefined);
       const res = await guess;
+      const total = (res.estimatedTotalHits ?? 0) + match.truly.length;
+      // A page past the end of the answer is empty, in any order.
+      if (query.offset >= total) return { ids: [], total };
       const hits = await keyed(deps, idsOf(res), KEY_FIELD[query.sort]);
       const ids =
         hits && mergeTrue(hits, from, match.truly, query.offset, query.limit, KEYED_ORDERS[query.sort]);
-      if (ids) return { ids, total: (res.estimatedTotalHits ?? 0) + match.truly.length };
+      if (ids) return { ids, total };
       if (early) return early;
     }
     return exact();
@@ -569,6 +572,8 @@ interface TieredPage {
   /** The third tier's part of the page: its position in the tier and its length. */
   restOffset: number;
   restLimit: number;
+  /** The third tier's size. */
+  restTotal: number;
   /** The third tier's hits as asked: from position `restFrom` to the page's end. */
   restHits: Record<string, unknown>[];
   restFrom: number;
@@ -580,7 +585,9 @@ interface TieredPage {
  */
 function mergeThirdTier(tiered: TieredPage, joining: readonly Keyed[]): OrgSearchPage | null {
   const total = tiered.page.total + joining.length;
-  if (tiered.restLimit === 0) return { ids: tiered.head, total };
+  // No third-tier part on the page, or the page starts past that tier's end (in any order).
+  if (tiered.restLimit === 0 || tiered.restOffset >= tiered.restTotal + joining.length)
+    return { ids: tiered.head, total };
   // The third tier is ordered by stable domain, which the API computes from the ids.
   const hits = keyedHits(tiered.restHits, []);
   if (!hits) return null;
@@ -685,6 +692,7 @@ async function tieredPage(
     head,
     restOffset,
     restLimit,
+    restTotal,
     restHits,
     restFrom,
   };
