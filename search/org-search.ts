@@ -222,8 +222,9 @@ async function keyed(
 export const MERGE_BUDGET = 200;
 
 /**
- * `sort=relevance` asks for the third tier before it knows the size of the second (tieredPage):
- * its window starts this many positions early, enough for a second tier of up to this many names.
+ * `sort=relevance` (tieredPage): a page starting at most this many positions past the first tier
+ * asks for the second and third tiers at once (the third from its start); a deeper page first asks
+ * for the second tier's size, then for the third tier where the page starts in it.
  */
 export const SECOND_TIER_GUESS = 200;
 
@@ -631,16 +632,6 @@ async function tieredPage(
       limit: count,
       attributesToRetrieve: ['id'],
     });
-  // Where the third tier's part of the page starts depends on the size of the second tier (the
-  // names starting with the term), which is usually small. So the second tier (a filter on the
-  // name key alone) and the third (the term's query, the costly part) are asked for at once: the
-  // third from SECOND_TIER_GUESS positions earlier than if the second were empty, which holds the
-  // page for any second tier up to that size. A larger second tier (short terms: 250,647 names
-  // start with "r" at 5.7M) asks the third tier again, as soon as it knows where to start.
-  const guessFrom = Math.max(0, offset - f - SECOND_TIER_GUESS - early);
-  const guessTo = Math.max(0, offset + limit - f);
-  const guessed = third(guessFrom, Math.max(0, guessTo - guessFrom));
-  guessed.catch(() => undefined);
   const secondPage = (from: number) =>
     search(deps, second.q, {
       filter: second.filters,
@@ -649,40 +640,43 @@ async function tieredPage(
       limit,
       attributesToRetrieve: ['id'],
     });
-  // A page within SECOND_TIER_GUESS of the second tier's start asks for that tier's part of the
-  // page at once (its total is the tier's size). A deeper page usually lies past the second tier:
-  // it asks for the tier's size alone (a filter without a sort: a few milliseconds, where the
-  // sorted page deep in a large tier takes tens), and for the tier's part of the page only when
-  // the size says the page reaches into it.
+  // Where the third tier's part of the page starts depends on the size of the second tier (the
+  // names starting with the term).
+  // - A page within SECOND_TIER_GUESS of the second tier's start asks for both tiers at once: the
+  //   second tier's part of the page (its total is the tier's size) and the third tier from its
+  //   start to the page's end, which holds the page whatever the second tier's size.
+  // - A deeper page first asks for the second tier's size alone: a filter without a sort, under a
+  //   millisecond in Meilisearch (a range on the name key). Then it asks for the third tier where
+  //   the page starts in it (the costly part, asked once), and for the second tier's part only when
+  //   the page reaches into it. Asking the third tier before knowing the size meant guessing where
+  //   the page starts, and a second tier larger than the guess (short terms: 250,647 names start
+  //   with "r" at 5.7M) cost a second deep query, the first still running beside it.
   const shallow = offset - f <= SECOND_TIER_GUESS;
+  const guessTo = Math.max(0, offset + limit - f);
+  const guessed = shallow ? third(0, guessTo) : undefined;
+  guessed?.catch(() => undefined);
   const secondAsked = shallow ? secondPage(Math.max(0, offset - f)) : undefined;
   secondAsked?.catch(() => undefined);
   const s =
-    (shallow
-      ? (await secondAsked!).estimatedTotalHits
+    (secondAsked
+      ? (await secondAsked).estimatedTotalHits
       : (await search(deps, second.q, { filter: second.filters, limit: 0 })).estimatedTotalHits) ?? 0;
   secondSize?.(s);
   const restOffset = Math.max(0, offset - f - s);
   const restLimit = Math.max(0, Math.min(limit, offset + limit - f - s - restOffset));
   const restFrom = restLimit > 0 ? Math.max(0, restOffset - early) : restOffset;
   const restAsked = restLimit > 0 ? restLimit + (restOffset - restFrom) : 0;
-  // The guess holds positions guessFrom to guessTo of the third tier (fewer where the tier ends);
-  // when the page holds none of the third tier, the guess still gives the tier's size.
-  const fits = restAsked === 0 || (restFrom >= guessFrom && restFrom + restAsked <= guessTo);
-  const restAsk = fits ? guessed : third(restFrom, restAsked);
+  // `guessed` holds the third tier's positions 0 to guessTo, and restFrom + restAsked <= guessTo.
+  const restRes = guessed ?? third(restFrom, restAsked);
   const inSecond = Math.max(0, Math.min(s, offset + limit - f) - Math.max(0, offset - f));
   const secondRes = secondAsked ?? (inSecond > 0 ? secondPage(Math.max(0, offset - f)) : undefined);
-  const [restRes, secondHits] = await Promise.all([
-    restAsk,
+  const [restAnswer, secondHits] = await Promise.all([
+    restRes,
     secondRes ? secondRes.then(idsOf) : ([] as number[]),
   ]);
-  const restHits = !fits
-    ? restRes.hits
-    : restAsked === 0
-      ? []
-      : restRes.hits.slice(restFrom - guessFrom, restFrom - guessFrom + restAsked);
+  const restHits = guessed ? restAnswer.hits.slice(restFrom, restFrom + restAsked) : restAnswer.hits;
   const head = [...first.slice(offset, offset + limit), ...secondHits.slice(0, inSecond)];
-  const restTotal = restRes.estimatedTotalHits ?? 0;
+  const restTotal = restAnswer.estimatedTotalHits ?? 0;
   const skip = restOffset - restFrom;
   return {
     page: {

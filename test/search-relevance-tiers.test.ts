@@ -10,10 +10,11 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';
 
-// `sort=relevance` asks for its third tier (the other matches) at the same time as its second (the
-// names starting with the term), guessing that the second holds at most SECOND_TIER_GUESS names
-// (org-search.ts tieredPage). `zeta` has a larger second tier, so its deep pages take the other
-// way (the third tier asked again, once the second's size is known); `alpha` has a smaller one.
+// `sort=relevance` (org-search.ts tieredPage) asks for a shallow page's second tier (the names
+// starting with the term) and third tier (the other matches) at once, and for a page deeper than
+// SECOND_TIER_GUESS the second tier's size first, then each tier's part of the page. `zeta` has a
+// second tier larger than SECOND_TIER_GUESS, so its deep pages start inside it, at its end and past
+// it; `alpha` has a smaller one.
 const BIG_SECOND = SECOND_TIER_GUESS + 40;
 const NAMES = [
   'ZETA',
