@@ -475,8 +475,8 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
     if (match.truly) {
       // More true suspects than the guess's head start: if more than that many sort before the
       // page, the merge cannot place it, so the exact query is asked now, beside the merge,
-      // instead of after it.
-      const early = match.truly.length > query.offset - from ? exact() : undefined;
+      // instead of after it. A guess from the first position always places the page.
+      const early = from > 0 && match.truly.length > query.offset - from ? exact() : undefined;
       early?.catch(() => undefined);
       const res = await guess;
       const total = (res.estimatedTotalHits ?? 0) + match.truly.length;
