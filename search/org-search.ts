@@ -325,17 +325,22 @@ async function readAllIds(deps: OrgSearchDeps, q: string, filters: string[]): Pr
 interface TermQuery {
   unchecked: Resolved;
   resolved: Promise<Resolved>;
+  /** True when the term can have no suspects, so `unchecked` is the exact query. */
+  exact: boolean;
 }
 
 function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
   const plan = planTerm(folded);
   if (plan.kind === 'prefix') {
     const exact = { q: plan.prefix, filters: [] };
-    return { unchecked: exact, resolved: Promise.resolve(exact) };
+    return { unchecked: exact, resolved: Promise.resolve(exact), exact: true };
   }
   const q = quote(plan.words.join(' '));
   const linkList = `[${plan.links.map(quote).join(',')}]`;
   const unchecked = { q, filters: [`NOT l IN ${linkList}`] };
+  // A term without links (three characters: one trigram, nothing to fake) has no suspects: reading
+  // `l IN []` cost a Meilisearch call that could only answer nothing.
+  if (plan.links.length === 0) return { unchecked, resolved: Promise.resolve(unchecked), exact: true };
   const resolved = (async () => {
     // Each suspect is checked against the folded name its own document holds, decoded from its
     // sort key `n`: no round trip to Postgres (thousands of random reads at the register's size),
@@ -353,7 +358,7 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
       ...(withKeys ? { truly: withKeys } : {}),
     };
   })();
-  return { unchecked, resolved };
+  return { unchecked, resolved, exact: false };
 }
 
 function idsOf(res: SearchResponse): number[] {
@@ -454,7 +459,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
     // Most terms have no true suspect: the page of the unchecked candidates is then the answer, so
     // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (formats 5 and 6), so
     // that a few true suspects are merged into it here; more, and the exact query is asked.
-    const from = canMerge(deps) ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
+    const from = canMerge(deps) && !term.exact ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
     const asked = query.limit + (query.offset - from);
     const guess = search(deps, term.unchecked.q, {
       filter: term.unchecked.filters,
@@ -528,7 +533,7 @@ async function relevancePage(
   // unchecked candidates are then the answer, so they are asked for while that is being found out.
   // Its third tier starts MERGE_BUDGET early (formats 5 and 6), so that a few true suspects are merged
   // into it here.
-  const budget = canMerge(deps) ? MERGE_BUDGET : 0;
+  const budget = canMerge(deps) && !term.exact ? MERGE_BUDGET : 0;
   let secondSize: (size: number) => void = () => undefined;
   const secondKnown = new Promise<number>((resolve) => {
     secondSize = resolve;

@@ -79,6 +79,9 @@ const HARD = [
   'É É É',
   'BANANA BANANA BANANA',
   'AB'.repeat(30),
+  // More links than LINK_CAP (name-text.ts): stored as `ss`, a suspect of every term of 4+
+  // characters, and a true one for `bana` and `cabana`, whose plans have only two or three links.
+  'ANANAS BANANA CABANA HAVANA MANANA LASAGNA ANAGRAM PANAMA SAVANNA',
   'LTD',
   'A',
   'ÉTÉ LTD',
@@ -219,6 +222,8 @@ function terms(rand: () => number): string[] {
     'banana banana',
     'anana',
     'nanab',
+    'bana',
+    'cabana',
     'ississ',
     'issi',
     'zzz',
