@@ -226,7 +226,7 @@ export const MERGE_BUDGET = 200;
  * asks for the second and third tiers at once (the third from its start); a deeper page first asks
  * for the second tier's size, then for the third tier where the page starts in it.
  */
-export const SECOND_TIER_GUESS = 200;
+export const SHALLOW_TIERS_DEPTH = 200;
 
 /**
  * The ids at [offset, offset + limit) of the order `cmp` over A ∪ T, given A's hits from position
@@ -457,8 +457,9 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
   const extra = await domainOnly(deps, folded, query.domainOrgIds);
   if (extra.length === 0) {
     // Most terms have no true suspect: the page of the unchecked candidates is then the answer, so
-    // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (formats 5 and 6), so
-    // that a few true suspects are merged into it here; more, and the exact query is asked.
+    // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (formats 5 and 6,
+    // a term that can have suspects), so that a few true suspects are merged into it here; more, and
+    // the exact query is asked.
     const from = canMerge(deps) && !term.exact ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
     const asked = query.limit + (query.offset - from);
     const guess = search(deps, term.unchecked.q, {
@@ -476,12 +477,12 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
       const skip = query.offset - from;
       return { ids: idsOf(res).slice(skip, skip + query.limit), total: res.estimatedTotalHits ?? 0 };
     }
-    const exact = () => sortedPage(deps, match.q, match.filters, sort, query.limit, query.offset);
+    const askExact = () => sortedPage(deps, match.q, match.filters, sort, query.limit, query.offset);
     if (match.truly) {
       // More true suspects than the guess's head start: if more than that many sort before the
       // page, the merge cannot place it, so the exact query is asked now, beside the merge,
       // instead of after it. A guess from the first position always places the page.
-      const early = from > 0 && match.truly.length > query.offset - from ? exact() : undefined;
+      const early = from > 0 && match.truly.length > query.offset - from ? askExact() : undefined;
       early?.catch(() => undefined);
       const res = await guess;
       const total = (res.estimatedTotalHits ?? 0) + match.truly.length;
@@ -493,7 +494,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
       if (ids) return { ids, total };
       if (early) return early;
     }
-    return exact();
+    return askExact();
   }
   const match = await term.resolved;
   // An Org found by its domain but not by its name: let Meilisearch order the union by id. Terms
@@ -531,8 +532,8 @@ async function relevancePage(
   const term = termQuery(deps, folded);
   // Usually no Org's domain or whole name equals the term and no suspect is true: the tiers of the
   // unchecked candidates are then the answer, so they are asked for while that is being found out.
-  // Its third tier starts MERGE_BUDGET early (formats 5 and 6), so that a few true suspects are merged
-  // into it here.
+  // Its third tier starts MERGE_BUDGET early (formats 5 and 6, a term that can have suspects), so
+  // that a few true suspects are merged into it here.
   const budget = canMerge(deps) && !term.exact ? MERGE_BUDGET : 0;
   let secondSize: (size: number) => void = () => undefined;
   const secondKnown = new Promise<number>((resolve) => {
@@ -647,7 +648,7 @@ async function tieredPage(
     });
   // Where the third tier's part of the page starts depends on the size of the second tier (the
   // names starting with the term).
-  // - A page within SECOND_TIER_GUESS of the second tier's start asks for both tiers at once: the
+  // - A page within SHALLOW_TIERS_DEPTH of the second tier's start asks for both tiers at once: the
   //   second tier's part of the page (its total is the tier's size) and the third tier from its
   //   start to the page's end, which holds the page whatever the second tier's size.
   // - A deeper page first asks for the second tier's size alone: a filter without a sort, under a
@@ -656,11 +657,12 @@ async function tieredPage(
   //   the page reaches into it. Asking the third tier before knowing the size meant guessing where
   //   the page starts, and a second tier larger than the guess (short terms: 250,647 names start
   //   with "r" at 5.7M) cost a second deep query, the first still running beside it.
-  const shallow = offset - f <= SECOND_TIER_GUESS;
-  const guessTo = Math.max(0, offset + limit - f);
-  const guessed = shallow ? third(0, guessTo) : undefined;
-  guessed?.catch(() => undefined);
-  const secondAsked = shallow ? secondPage(Math.max(0, offset - f)) : undefined;
+  const shallow = offset - f <= SHALLOW_TIERS_DEPTH;
+  const secondFrom = Math.max(0, offset - f);
+  const pageEnd = Math.max(0, offset + limit - f);
+  const thirdFromStart = shallow ? third(0, pageEnd) : undefined;
+  thirdFromStart?.catch(() => undefined);
+  const secondAsked = shallow ? secondPage(secondFrom) : undefined;
   secondAsked?.catch(() => undefined);
   const s =
     (secondAsked
@@ -671,15 +673,15 @@ async function tieredPage(
   const restLimit = Math.max(0, Math.min(limit, offset + limit - f - s - restOffset));
   const restFrom = restLimit > 0 ? Math.max(0, restOffset - early) : restOffset;
   const restAsked = restLimit > 0 ? restLimit + (restOffset - restFrom) : 0;
-  // `guessed` holds the third tier's positions 0 to guessTo, and restFrom + restAsked <= guessTo.
-  const restRes = guessed ?? third(restFrom, restAsked);
-  const inSecond = Math.max(0, Math.min(s, offset + limit - f) - Math.max(0, offset - f));
-  const secondRes = secondAsked ?? (inSecond > 0 ? secondPage(Math.max(0, offset - f)) : undefined);
+  // `thirdFromStart` holds the third tier's positions 0 to pageEnd, and restFrom + restAsked <= pageEnd.
+  const restRes = thirdFromStart ?? third(restFrom, restAsked);
+  const inSecond = Math.max(0, Math.min(s, pageEnd) - secondFrom);
+  const secondRes = secondAsked ?? (inSecond > 0 ? secondPage(secondFrom) : undefined);
   const [restAnswer, secondHits] = await Promise.all([
     restRes,
     secondRes ? secondRes.then(idsOf) : ([] as number[]),
   ]);
-  const restHits = guessed ? restAnswer.hits.slice(restFrom, restFrom + restAsked) : restAnswer.hits;
+  const restHits = thirdFromStart ? restAnswer.hits.slice(restFrom, restFrom + restAsked) : restAnswer.hits;
   const head = [...first.slice(offset, offset + limit), ...secondHits.slice(0, inSecond)];
   const restTotal = restAnswer.estimatedTotalHits ?? 0;
   const skip = restOffset - restFrom;

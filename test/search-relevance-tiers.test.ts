@@ -2,7 +2,7 @@ import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
-import { SECOND_TIER_GUESS } from '../search/org-search.js';
+import { SHALLOW_TIERS_DEPTH } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { searchOrgs } from '../search/search-orgs.js';
 import { uidOf } from '../shared/org-domains.js';
@@ -12,10 +12,10 @@ import { insertOrgs, type TestOrg } from './support/orgs.js';
 
 // `sort=relevance` (org-search.ts tieredPage) asks for a shallow page's second tier (the names
 // starting with the term) and third tier (the other matches) at once, and for a page deeper than
-// SECOND_TIER_GUESS the second tier's size first, then each tier's part of the page. `zeta` has a
-// second tier larger than SECOND_TIER_GUESS, so its deep pages start inside it, at its end and past
+// SHALLOW_TIERS_DEPTH the second tier's size first, then each tier's part of the page. `zeta` has a
+// second tier larger than SHALLOW_TIERS_DEPTH, so its deep pages start inside it, at its end and past
 // it; `alpha` has a smaller one.
-const BIG_SECOND = SECOND_TIER_GUESS + 40;
+const BIG_SECOND = SHALLOW_TIERS_DEPTH + 40;
 const NAMES = [
   'ZETA',
   ...Array.from({ length: BIG_SECOND }, (_, i) => `ZETA ${i} LTD`),
