@@ -14,6 +14,7 @@ import type { OrgSort } from '../search/org-search.js';
 import { pendingChanges } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
+import { parseServerTiming } from '../search/search-timing.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir } from './bizdir-cli.js';
@@ -512,7 +513,8 @@ async function main() {
       const res = await fetch(url);
       const body = (await res.json()) as { orgs?: { total: number } };
       if (res.status !== 200) throw new Error(`${url}: ${res.status} ${JSON.stringify(body)}`);
-      return { ms: performance.now() - started, total: body.orgs?.total ?? -1 };
+      const timing = parseServerTiming(res.headers.get('server-timing'));
+      return { ms: performance.now() - started, total: body.orgs?.total ?? -1, timing };
     };
 
     // The mix, with every total against brute force over the generated names. Brute force first, so
@@ -549,7 +551,8 @@ async function main() {
     const lat: number[] = [];
     const inMixOrder: number[] = [];
     let wrong = 0;
-    const slowest: { ms: number; q: string; sort: string; offset: number }[] = [];
+    const slowest: { ms: number; q: string; sort: string; offset: number; timing: Record<string, number> }[] =
+      [];
     // A 503 (a Meilisearch call over the API's timeout) is counted and reported, not a stop: under a
     // memory limit a cold index can answer some queries that slowly. Its time counts as the latency.
     let unavailable = 0;
@@ -558,11 +561,11 @@ async function main() {
       const r = await ask(m.q, m.sort, m.offset).catch((error: unknown) => {
         if (!String(error).includes(': 503 ')) throw error;
         unavailable++;
-        return { ms: performance.now() - started, total: Number.NaN };
+        return { ms: performance.now() - started, total: Number.NaN, timing: {} };
       });
       lat.push(r.ms);
       inMixOrder.push(r.ms);
-      slowest.push({ ms: r.ms, ...m });
+      slowest.push({ ms: r.ms, ...m, timing: r.timing });
       const f = foldName(m.q);
       if (!Number.isNaN(r.total) && truth.get(f) !== r.total) {
         wrong++;
@@ -591,6 +594,32 @@ async function main() {
         .map((x) => `${x.ms.toFixed(0)} ms q=${JSON.stringify(x.q)} sort=${x.sort} offset=${x.offset}`)
         .join('; ')}`,
     );
+    // Where the tail's time went, from each answer's Server-Timing (search/search-timing.ts): in
+    // Meilisearch (its own processing, and the rest of its calls' time in flight: transport,
+    // queueing), in Postgres, in the API besides both (event loop, collection), or outside the API.
+    const tail = slowest.slice(0, Math.max(1, Math.ceil(slowest.length / 100)));
+    const parts = (x: (typeof slowest)[number]) => {
+      const t = x.timing;
+      const total = t.total ?? Number.NaN;
+      const engine = t.engine ?? 0;
+      const self = Math.min(t['engine-self'] ?? 0, engine);
+      const db = t.db ?? 0;
+      return { self, transport: engine - self, db, api: total - engine - db, outside: x.ms - total };
+    };
+    const sum = { self: 0, transport: 0, db: 0, api: 0, outside: 0 };
+    for (const x of tail) for (const [k, v] of Object.entries(parts(x))) sum[k as keyof typeof sum] += v;
+    const tailMs = tail.reduce((a, x) => a + x.ms, 0);
+    const share = (v: number) => `${v.toFixed(0)} ms (${((100 * v) / tailMs).toFixed(0)} %)`;
+    report(
+      `the slowest 1 % (${tail.length} queries, ${tailMs.toFixed(0)} ms), by Server-Timing`,
+      `Meilisearch processing ${share(sum.self)}, rest of its calls in flight ${share(sum.transport)}, Postgres ${share(sum.db)}, the API besides ${share(sum.api)}, outside the API ${share(sum.outside)}`,
+    );
+    for (const x of tail) {
+      const p = parts(x);
+      console.log(
+        `    ${x.ms.toFixed(0)} ms q=${JSON.stringify(x.q)} sort=${x.sort} offset=${x.offset}: meili ${p.self.toFixed(0)} + in flight ${p.transport.toFixed(0)} (${x.timing.engine !== undefined ? `slowest call ${(x.timing['engine-slowest'] ?? 0).toFixed(0)}` : 'no timing'}), db ${p.db.toFixed(0)}, api ${p.api.toFixed(0)}, outside ${p.outside.toFixed(0)}`,
+      );
+    }
     if (EXPLAIN > 0) await explainQueries(meili, db, slowest.slice(0, EXPLAIN));
 
     // A rename becomes searchable: through the API (which searches changes not yet in the index

@@ -3,6 +3,7 @@ import { bizdirUid } from '../shared/domains.js';
 import { FORMAT_PROBE } from './index-definition.js';
 import { LARGE_ANSWER, LARGE_ANSWER_INIT, meiliCall } from './meili-client.js';
 import { decodeNameKey, foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
+import type { SearchTiming } from './search-timing.js';
 
 /**
  * Org search against the index: which Org ids match a term, in which order, and how many.
@@ -54,6 +55,8 @@ export interface OrgSearchDeps {
   format?: 2 | 3 | 4 | 5 | 6;
   /** Orgs left out of every answer (changed, not yet applied to the index: fresh-changes.ts). */
   exclude?: readonly number[];
+  /** Where the request's time goes (the API's Server-Timing header): every Meilisearch call is timed. */
+  timing?: SearchTiming;
 }
 
 /** `relevance` is tiers, each by stable domain. */
@@ -280,7 +283,7 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
   // a rebuild's swap is noticed) refuses it instead of answering wrongly; search-orgs.ts retries.
   const probed = q !== '' && given.length === 0 ? [FORMAT_PROBE] : given;
   const filters = deps.exclude?.length ? [...probed, orgNotIn(deps, deps.exclude)] : probed;
-  return meiliCall(() =>
+  const call = () =>
     index.search(
       q,
       {
@@ -289,8 +292,9 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
         ...(filters.length > 0 ? { filter: filters } : {}),
       },
       answerBytes(params) > LARGE_ANSWER * ID_BYTES ? LARGE_ANSWER_INIT : undefined,
-    ),
-  );
+    );
+  const { timing } = deps;
+  return meiliCall(timing ? () => timing.engine(call) : call);
 }
 
 /** Every hit answering a query (candidate sets that are known to be small), with the given fields. */

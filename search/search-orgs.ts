@@ -15,6 +15,7 @@ import {
   type OrgSearchQuery,
   searchOrgIds,
 } from './org-search.js';
+import type { SearchTiming } from './search-timing.js';
 
 /**
  * The search use case: exact-domain matches come from Postgres (stable ids, current and old public
@@ -31,6 +32,8 @@ export interface SearchOrgsDeps {
    * Off, the answer is the index's alone (tests of the sync itself).
    */
   freshChanges?: boolean;
+  /** Where the request's time goes (the API's Server-Timing header): Meilisearch calls and Postgres reads. */
+  timing?: SearchTiming;
 }
 
 /** Ids of the Orgs (zero or one) whose stable or public domain, old labels included, equals q. */
@@ -74,9 +77,11 @@ export async function searchOrgs(
   deps: SearchOrgsDeps,
   query: Omit<OrgSearchQuery, 'domainOrgIds'>,
 ): Promise<OrgSearchPage> {
+  const { timing } = deps;
+  const read = <T>(fn: () => Promise<T>) => (timing ? timing.db(fn) : fn());
   const [domainOrgIds, pending] = await Promise.all([
-    query.q === '' ? [] : orgIdsForDomain(deps.db, query.q, deps.domainSuffix),
-    deps.freshChanges === false ? [] : pendingOrgIds(deps.db),
+    query.q === '' ? [] : read(() => orgIdsForDomain(deps.db, query.q, deps.domainSuffix)),
+    deps.freshChanges === false ? [] : read(() => pendingOrgIds(deps.db)),
   ]);
   const full = { ...query, domainOrgIds };
   const run = async (fresh: boolean) => {
@@ -85,8 +90,9 @@ export async function searchOrgs(
     const base = {
       meili: deps.meili,
       indexUid: deps.indexUid,
-      namesOf: (ids: readonly number[]) => namesOf(deps.db, ids),
+      namesOf: (ids: readonly number[]) => read(() => namesOf(deps.db, ids)),
       format,
+      ...(timing ? { timing } : {}),
     };
     if (!pending || pending.length === 0) return searchOrgIds(base, full);
     return withFreshChanges(deps.db, { ...base, exclude: pending }, full);
@@ -107,7 +113,8 @@ async function withFreshChanges(db: Db, deps: OrgSearchDeps, query: OrgSearchQue
   const exclude = deps.exclude ?? [];
   const folded = foldName(query.q);
   const domainIds = new Set(query.domainOrgIds);
-  const rows = await freshRows(db, exclude);
+  const read = <T>(fn: () => Promise<T>) => (deps.timing ? deps.timing.db(fn) : fn());
+  const rows = await read(() => freshRows(db, exclude));
   const fresh = [...rows.values()]
     .filter((row) => answers(row, folded, domainIds))
     .map((row) => ({ id: row.id, key: orderKey(row, query.sort, folded, domainIds) }))
@@ -119,7 +126,7 @@ async function withFreshChanges(db: Db, deps: OrgSearchDeps, query: OrgSearchQue
     offset: from,
     limit: query.limit + (query.offset - from),
   });
-  const indexRows = await freshRows(db, indexPage.ids);
+  const indexRows = await read(() => freshRows(db, indexPage.ids));
   // An Org deleted since the index answered has no row: it sorts as nothing and is dropped by the API.
   const keys = indexPage.ids.map((id) => {
     const row = indexRows.get(id);

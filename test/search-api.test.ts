@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../api/app.js';
 import { ensureOrgIndex } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
+import { parseServerTiming } from '../search/search-timing.js';
 import { loadConfig } from '../shared/config.js';
 import { get, newAccount, SUFFIX, startTestApi } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
@@ -52,6 +53,21 @@ describe('GET /v1/org/search', () => {
     const one = await get(app, `/v1/org/${body.orgs.results[0]!.domain}`, key);
     expect(body.orgs.results[0]).toEqual(one.body.org);
     expect(res.body.request).toMatchObject({ success: true, credit_used_this_request: 1 });
+  });
+
+  it('says in Server-Timing where the time of an answer went: Meilisearch calls, Postgres reads, the whole', async () => {
+    const res = await get(app, '/v1/org/search?q=idget&sort=relevance', key);
+    expect(res.status).toBe(200);
+    const header = String(res.headers['server-timing']);
+    expect(header).toMatch(/engine;dur=[\d.]+;desc="[1-9]\d* Meilisearch calls"/);
+    expect(header).toMatch(/db;dur=[\d.]+;desc="[1-9]\d* Postgres reads"/);
+    const t = parseServerTiming(header);
+    expect(t.total).toBeGreaterThan(0);
+    // Parts of the request, so never longer than it (calls overlap: engine is wall time, not a sum).
+    expect(t.engine).toBeGreaterThan(0);
+    expect(t.engine).toBeLessThanOrEqual(t.total!);
+    expect(t['engine-slowest']).toBeLessThanOrEqual(t.engine!);
+    expect(t.db).toBeGreaterThan(0);
   });
 
   it('applies sort, limit and offset, and matches an exact domain', async () => {

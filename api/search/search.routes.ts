@@ -10,6 +10,7 @@ import {
 } from '../../search/meili-client.js';
 import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/org-search.js';
 import { searchOrgs } from '../../search/search-orgs.js';
+import { SearchTiming } from '../../search/search-timing.js';
 import { badRequest, serviceUnavailable } from '../../shared/errors.js';
 import { ApiKeyQuery, meteredErrors, RequestMetaSchema } from '../http/common.schema.js';
 import { checkWindow, PaginationQuery } from '../http/pagination.js';
@@ -88,14 +89,15 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { q = '', sort = 'name', limit, offset } = request.query;
       if (!isSort(sort)) throw badRequest(`sort must be one of ${SORT_LIST}`);
       checkWindow(limit, offset);
+      const timing = new SearchTiming();
       let page: Awaited<ReturnType<typeof searchOrgs>>;
       try {
         page = await searchOrgs(
-          { db: app.db, meili, indexUid, domainSuffix: config.domainSuffix },
+          { db: app.db, meili, indexUid, domainSuffix: config.domainSuffix, timing },
           { q, sort, limit, offset },
         );
         app.outages.meilisearch.up();
@@ -107,11 +109,12 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
         }
         throw error;
       }
-      const orgs = await findOrgsByIds(app.db, page.ids);
-      return {
-        orgs: { total: page.total, results: orgs.map((o) => toOrgView(o, config.domainSuffix)) },
-        request: await request.settleCredit(),
-      };
+      const orgs = await timing.db(() => findOrgsByIds(app.db, page.ids));
+      const results = orgs.map((o) => toOrgView(o, config.domainSuffix));
+      const meta = await request.settleCredit();
+      // Where this answer's time went (search/search-timing.ts): engine, Postgres, the whole request.
+      reply.header('server-timing', timing.header(reply.elapsedTime));
+      return { orgs: { total: page.total, results }, request: meta };
     },
   );
 };

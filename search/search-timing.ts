@@ -1,0 +1,71 @@
+/**
+ * Where one search request's time went: its Meilisearch calls (how many, how long at least one was
+ * in flight, Meilisearch's own processing time summed, the slowest round trip) and its Postgres
+ * reads. The API sends it as a `Server-Timing` header (W3C Server Timing), so an operator or a
+ * benchmark can tell a slow answer's engine time from the API's own (event loop, garbage
+ * collection) without tracing. Calls may overlap: `engine` is the time with at least one in flight,
+ * not the sum of their round trips.
+ */
+export class SearchTiming {
+  engineCalls = 0;
+  /** Time with at least one Meilisearch call in flight. */
+  engineMs = 0;
+  /** Meilisearch's own `processingTimeMs`, summed over the calls. */
+  engineSelfMs = 0;
+  engineSlowestMs = 0;
+  dbCalls = 0;
+  dbMs = 0;
+  private inFlight = 0;
+  private since = 0;
+
+  /** Times one Meilisearch call; `processingTimeMs` is read from its answer when it has one. */
+  async engine<T>(call: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    if (this.inFlight++ === 0) this.since = started;
+    try {
+      const res = await call();
+      const own = (res as { processingTimeMs?: unknown } | null)?.processingTimeMs;
+      if (typeof own === 'number') this.engineSelfMs += own;
+      return res;
+    } finally {
+      const ended = performance.now();
+      this.engineCalls++;
+      this.engineSlowestMs = Math.max(this.engineSlowestMs, ended - started);
+      if (--this.inFlight === 0) this.engineMs += ended - this.since;
+    }
+  }
+
+  /** Times one Postgres read (summed: the reads of one request may overlap too). */
+  async db<T>(read: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await read();
+    } finally {
+      this.dbCalls++;
+      this.dbMs += performance.now() - started;
+    }
+  }
+
+  /** The `Server-Timing` value, with `total` the request's time in the API so far. */
+  header(totalMs: number): string {
+    const ms = (n: number) => n.toFixed(1);
+    return [
+      `engine;dur=${ms(this.engineMs)};desc="${this.engineCalls} Meilisearch calls"`,
+      `engine-self;dur=${ms(this.engineSelfMs)};desc="Meilisearch processingTimeMs, summed"`,
+      `engine-slowest;dur=${ms(this.engineSlowestMs)}`,
+      `db;dur=${ms(this.dbMs)};desc="${this.dbCalls} Postgres reads"`,
+      `total;dur=${ms(totalMs)}`,
+    ].join(', ');
+  }
+}
+
+/** A `Server-Timing` value read back into durations by metric name (benchmarks, tests). */
+export function parseServerTiming(value: string | null | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const metric of (value ?? '').split(',')) {
+    const [name, ...params] = metric.trim().split(';');
+    const dur = params.find((p) => p.trim().startsWith('dur='));
+    if (name && dur) out[name.trim()] = Number(dur.trim().slice(4));
+  }
+  return out;
+}
