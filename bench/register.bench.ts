@@ -334,7 +334,7 @@ async function main() {
   if (REUSE === undefined) await admin(`create database ${dbName}`);
   const { db, close } = createDb(dbUrl, { max: 4 });
   if (REUSE !== undefined && MEILI_MEMORY === undefined && flag('prewarm')) {
-    // The API reads each page of results from Postgres (findOrgsByIds): warm its tables too, as an
+    // The API reads each page of results from Postgres (prepareOrgsByIds): warm its tables too, as an
     // operator would after a restart, or the mix measures first reads of random Orgs from disk
     // (20 Orgs: 10.6 ms p50 cold, 2.9 ms warm, 5.7M Orgs). pg_prewarm ships with Postgres's contrib.
     const started = Date.now();

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type pg from 'pg';
 import type { PhonesJson } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import { type OrgDomainRef, orgHasDomain, uidOf } from '../../shared/org-domains.js';
@@ -58,14 +59,24 @@ export async function findOrgByRef(db: Db, ref: OrgDomainRef): Promise<OrgRecord
   return row;
 }
 
-/** Orgs by internal id, in the order of `ids` (ids with no Org are skipped). For search results. */
-export async function findOrgsByIds(db: Db, ids: readonly number[]): Promise<OrgRecord[]> {
-  if (ids.length === 0) return [];
-  const rows: OrgRecord[] = await orgQuery(db)
-    .where('orgs.id', 'in', [...ids])
-    .execute();
-  const byId = new Map(rows.map((r) => [r.id, r]));
-  return ids.flatMap((id) => byId.get(id) ?? []);
+/**
+ * Orgs by internal id, in the order of `ids` (ids with no Org are skipped), for search results: one
+ * named prepared statement (prepared.ts). A page of ids of any length is one array argument, so
+ * Postgres plans the query once per connection instead of once per search (5.7M Orgs, 20 random
+ * ids: p50 6.1-7.5 ms planned per call, 4.1-5.5 ms prepared; docs/search.md), and no query is
+ * built in JavaScript per search.
+ */
+export function prepareOrgsByIds(db: Db) {
+  const query = new PreparedQuery<OrgRecord>(
+    'bizdir_orgs_by_ids',
+    orgQuery(db).where('orgs.id', '=', sql<number>`any(${arg('ids')}::bigint[])`),
+  );
+  return async (pool: pg.Pool, ids: readonly number[]): Promise<OrgRecord[]> => {
+    if (ids.length === 0) return [];
+    const rows = await query.run(pool, { ids });
+    const byId = new Map(rows.map((r) => [Number(r.id), r]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
+  };
 }
 
 /** The internal id of the Org a domain names, for routes that only need to know it exists. */

@@ -14,7 +14,7 @@ import { SearchTiming } from '../../search/search-timing.js';
 import { badRequest, serviceUnavailable } from '../../shared/errors.js';
 import { ApiKeyQuery, meteredErrors, RequestMetaSchema } from '../http/common.schema.js';
 import { checkWindow, PaginationQuery } from '../http/pagination.js';
-import { findOrgsByIds } from '../orgs/org.read-model.js';
+import { prepareOrgsByIds } from '../orgs/org.read-model.js';
 import { OrgSchema } from '../orgs/org.schema.js';
 import { toOrgView } from '../orgs/org.view.js';
 
@@ -40,6 +40,7 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
   const config = app.config;
   const meili = createMeiliClient(meiliConnectionOf(config));
   const indexUid = config.meiliIndex;
+  const orgsByIds = prepareOrgsByIds(app.db);
 
   // Settings are applied at start-up; a Meilisearch that is not up yet must not stop the API.
   app.addHook('onReady', async () => {
@@ -109,7 +110,7 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
         }
         throw error;
       }
-      const orgs = await timing.db(() => findOrgsByIds(app.db, page.ids));
+      const orgs = await timing.db(() => orgsByIds(app.pool, page.ids));
       const results = orgs.map((o) => toOrgView(o, config.domainSuffix));
       const meta = await request.settleCredit();
       // Where this answer's time went (search/search-timing.ts): engine, Postgres, the whole request.
