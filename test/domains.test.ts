@@ -23,6 +23,26 @@ describe('slugify', () => {
     expect(slugWithClash(slug, 999999).length).toBeLessThanOrEqual(63);
   });
 
+  it('gives ASCII text (its quick path) the slug the full folding gives it', () => {
+    // A combining mark after the text sends it down the full path (decompose, drop marks, fold) and
+    // leaves the same characters: both paths must agree on every ASCII character and on case.
+    const every = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c)).join('');
+    const names = [
+      'ACME WIDGETS LTD',
+      'acme widgets ltd',
+      'Mc&Co (UK) Ltd.',
+      ' \t leading and trailing \n',
+      every,
+      `${every.slice(64)}${every.slice(0, 64)}`,
+      'Z'.repeat(90),
+      '',
+    ];
+    for (const name of names) {
+      expect(slugify(name, 'x'), JSON.stringify(name)).toBe(slugify(`${name}\u0301`, 'x'));
+    }
+    expect(slugify(every)).toBe('0123456789-abcdefghijklmnopqrstuvwxyz-abcdefghijklmnopqr');
+  });
+
   it('numbers clashes from 2', () => {
     expect(slugWithClash('acme', 1)).toBe('acme');
     expect(slugWithClash('acme', 2)).toBe('acme-2');
