@@ -65,10 +65,16 @@ async function namesOf(db: Db, ids: readonly number[]): Promise<Map<number, Name
 const FORMAT_TTL_MS = 2_000;
 const formats = new Map<string, { format: IndexFormat; at: number }>();
 
-async function liveFormat(meili: Meilisearch, indexUid: string, fresh: boolean): Promise<IndexFormat> {
+async function liveFormat(
+  meili: Meilisearch,
+  indexUid: string,
+  fresh: boolean,
+  timing: SearchTiming | undefined,
+): Promise<IndexFormat> {
   const known = formats.get(indexUid);
   if (!fresh && known && Date.now() - known.at < FORMAT_TTL_MS) return known.format;
-  const format = (await meiliCall(() => indexFormat(meili, indexUid))) ?? ORG_INDEX_FORMAT;
+  const read = () => indexFormat(meili, indexUid);
+  const format = (await meiliCall(timing ? () => timing.engine(read) : read)) ?? ORG_INDEX_FORMAT;
   formats.set(indexUid, { format, at: Date.now() });
   return format;
 }
@@ -85,7 +91,7 @@ export async function searchOrgs(
   ]);
   const full = { ...query, domainOrgIds };
   const run = async (fresh: boolean) => {
-    const format = await liveFormat(deps.meili, deps.indexUid, fresh);
+    const format = await liveFormat(deps.meili, deps.indexUid, fresh, timing);
     if (format === 1) return searchV1OrgIds(deps.meili, deps.indexUid, full);
     const base = {
       meili: deps.meili,
