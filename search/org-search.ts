@@ -3,7 +3,7 @@ import { bizdirUid } from '../shared/domains.js';
 import { FORMAT_PROBE } from './index-definition.js';
 import { LARGE_ANSWER, LARGE_ANSWER_INIT, meiliCall } from './meili-client.js';
 import { decodeNameKey, foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
-import type { SearchTiming } from './search-timing.js';
+import { engineTimed, type SearchTiming } from './search-timing.js';
 
 /**
  * Org search against the index: which Org ids match a term, in which order, and how many.
@@ -293,8 +293,7 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
       },
       answerBytes(params) > LARGE_ANSWER * ID_BYTES ? LARGE_ANSWER_INIT : undefined,
     );
-  const { timing } = deps;
-  return meiliCall(timing ? () => timing.engine(call) : call);
+  return meiliCall(() => engineTimed(deps.timing, call));
 }
 
 /** Every hit answering a query (candidate sets that are known to be small), with the given fields. */

@@ -15,7 +15,7 @@ import {
   type OrgSearchQuery,
   searchOrgIds,
 } from './org-search.js';
-import type { SearchTiming } from './search-timing.js';
+import { dbTimed, engineTimed, type SearchTiming } from './search-timing.js';
 
 /**
  * The search use case: exact-domain matches come from Postgres (stable ids, current and old public
@@ -73,8 +73,8 @@ async function liveFormat(
 ): Promise<IndexFormat> {
   const known = formats.get(indexUid);
   if (!fresh && known && Date.now() - known.at < FORMAT_TTL_MS) return known.format;
-  const read = () => indexFormat(meili, indexUid);
-  const format = (await meiliCall(timing ? () => timing.engine(read) : read)) ?? ORG_INDEX_FORMAT;
+  const format =
+    (await meiliCall(() => engineTimed(timing, () => indexFormat(meili, indexUid)))) ?? ORG_INDEX_FORMAT;
   formats.set(indexUid, { format, at: Date.now() });
   return format;
 }
@@ -84,7 +84,7 @@ export async function searchOrgs(
   query: Omit<OrgSearchQuery, 'domainOrgIds'>,
 ): Promise<OrgSearchPage> {
   const { timing } = deps;
-  const read = <T>(fn: () => Promise<T>) => (timing ? timing.db(fn) : fn());
+  const read = <T>(fn: () => Promise<T>) => dbTimed(timing, fn);
   const [domainOrgIds, pending] = await Promise.all([
     query.q === '' ? [] : read(() => orgIdsForDomain(deps.db, query.q, deps.domainSuffix)),
     deps.freshChanges === false ? [] : read(() => pendingOrgIds(deps.db)),
@@ -119,7 +119,7 @@ async function withFreshChanges(db: Db, deps: OrgSearchDeps, query: OrgSearchQue
   const exclude = deps.exclude ?? [];
   const folded = foldName(query.q);
   const domainIds = new Set(query.domainOrgIds);
-  const read = <T>(fn: () => Promise<T>) => (deps.timing ? deps.timing.db(fn) : fn());
+  const read = <T>(fn: () => Promise<T>) => dbTimed(deps.timing, fn);
   const rows = await read(() => freshRows(db, exclude));
   const fresh = [...rows.values()]
     .filter((row) => answers(row, folded, domainIds))

@@ -59,6 +59,14 @@ export class SearchTiming {
   }
 }
 
+/** `call` timed as a Meilisearch call when the request is timed, run as it is otherwise. */
+export const engineTimed = <T>(timing: SearchTiming | undefined, call: () => Promise<T>): Promise<T> =>
+  timing ? timing.engine(call) : call();
+
+/** `read` timed as a Postgres read when the request is timed, run as it is otherwise. */
+export const dbTimed = <T>(timing: SearchTiming | undefined, read: () => Promise<T>): Promise<T> =>
+  timing ? timing.db(read) : read();
+
 /** A `Server-Timing` value read back into durations by metric name (benchmarks, tests). */
 export function parseServerTiming(value: string | null | undefined): Record<string, number> {
   const out: Record<string, number> = {};

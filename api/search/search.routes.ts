@@ -62,7 +62,9 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
         description:
           'An Org matches when its name contains `q` (case-insensitive; accents are significant), or when ' +
           '`q` equals one of its domains (stable or public, including earlier public domains). Results are ' +
-          'full Org objects as returned by GET /v1/org/{domain}. `total` is the exact number of matches.',
+          'full Org objects as returned by GET /v1/org/{domain}. `total` is the exact number of matches. ' +
+          'A 200 carries a `Server-Timing` header: `engine` (time with a search engine call in flight), ' +
+          "`engine-self` (the engine's own processing), `engine-slowest`, `db` (database reads) and `total`, in ms.",
         security: [{ http_api_key: [] }],
         querystring: Type.Object({
           ...ApiKeyQuery,
