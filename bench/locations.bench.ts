@@ -8,6 +8,7 @@
  *   BENCH_ROWS=20000 BENCH_ORGS=1000 npm run bench:locations
  *   BENCH_IN_FLIGHT=1 npm run bench:locations     # batches one after the other (default: two in flight)
  *   BENCH_PROFILE=/tmp/prof npm run bench:locations   # + a CPU profile of each import's main thread only
+ *   BENCH_ALLOC=/tmp/alloc npm run bench:locations    # + where each import allocates (sampled, collected objects included)
  *
  * Postgres: BENCH_PG_ADMIN_URL (default: the local Postgres, bench/local-services.ts); the benchmark
  * creates its own database `bizdir_bench_loc_*` and drops it at the end.
@@ -33,15 +34,44 @@ const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? LOCAL_PG_ADMIN_URL;
 /** BENCH_PROFILE=DIR: a .cpuprofile per import, of the import alone (not the sheet's writing, not startup). */
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 
+/** BENCH_ALLOC=DIR: a .heapprofile per import of every allocation sampled, kept or collected. */
+const ALLOC_DIR = process.env.BENCH_ALLOC;
+
+/**
+ * Runs `work` under V8's sampling heap profiler, counting objects the collector has freed too: the
+ * profile says where the import allocates (what the garbage collector then works for), not what it keeps.
+ */
+async function allocationProfiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  if (!ALLOC_DIR) return work();
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 32_768,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    await fs.mkdir(ALLOC_DIR, { recursive: true });
+    const out = path.join(ALLOC_DIR, `${name}.heapprofile`);
+    await fs.writeFile(out, JSON.stringify(profile));
+    session.disconnect();
+    console.log(`allocation profile: ${out}`);
+  }
+}
+
 /** Runs `work` under the V8 profiler when BENCH_PROFILE is set, writing DIR/<name>.cpuprofile. */
 async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
-  if (!PROFILE_DIR) return work();
+  if (!PROFILE_DIR) return allocationProfiled(name, work);
   const session = new Session();
   session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
   try {
-    return await work();
+    return await allocationProfiled(name, work);
   } finally {
     const { profile } = await session.post('Profiler.stop');
     await fs.mkdir(PROFILE_DIR, { recursive: true });

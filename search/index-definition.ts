@@ -14,7 +14,14 @@ import type { Settings } from 'meilisearch';
 export const ORG_INDEX_PRIMARY_KEY = 'id';
 
 /** Bumped when the document shape changes; an index of another format needs `bizdir reindex`. */
-export const ORG_INDEX_FORMAT = 6;
+export const ORG_INDEX_FORMAT = 7;
+
+/**
+ * The sortable attributes of format 6, which sorted on the buckets `np` and `db` without the
+ * one-character keys `n1` and `d1` before them. It is recognised by `np` without `n1` and served
+ * until `bizdir reindex`.
+ */
+export const V6_SORTABLE = ['n', 'd', 'np', 'u', 'db'] as const;
 
 /**
  * The sortable attributes of format 5, whose name bucket `nb` was the name key's first three
@@ -79,20 +86,21 @@ export const ORG_INDEX_SETTINGS: Settings = {
     { attributePatterns: ['l', 'd'], features: equalityOnly },
     NAME_KEY_FILTER,
   ],
-  // `np` and `db` are coarse buckets of `n` and `d`, sorted on first: Meilisearch then skips whole
-  // buckets before a deep page instead of walking every value (org-document.ts). `updated` is `u`
-  // (ms), then `db`, then `d`: the groups of Orgs one import transaction wrote with the same
-  // `updated` are skipped whole, and the one a page starts in is split 1,296 ways by `db` before
-  // `d` is walked.
-  sortableAttributes: ['n', 'd', 'np', 'u', 'db'],
+  // `np` and `db` are coarse buckets of `n` and `d`, and `n1` and `d1` (their first character)
+  // coarser ones, sorted on first: Meilisearch then skips whole buckets before a deep page instead
+  // of walking every value (org-document.ts). `updated` is `u` (ms), then `d1`, `db`, `d`: the
+  // groups of Orgs one import transaction wrote with the same `updated` are skipped whole, and the
+  // one a page starts in is split by `d1` and `db` before `d` is walked.
+  sortableAttributes: ['n', 'd', 'n1', 'np', 'u', 'd1', 'db'],
 };
 
 /**
- * The settings an index of format 2, 3, 4 or 5 was built with (2-4 filtered Orgs by `id`; each its
+ * The settings an index of format 2, 3, 4, 5 or 6 was built with (2-4 filtered Orgs by `id`; each its
  * own sort keys). Such an index keeps serving until `bizdir reindex`; tests build one to check the
  * upgrade.
  */
-export function legacySettings(format: 2 | 3 | 4 | 5): Settings {
+export function legacySettings(format: 2 | 3 | 4 | 5 | 6): Settings {
+  if (format === 6) return { ...ORG_INDEX_SETTINGS, sortableAttributes: [...V6_SORTABLE] };
   if (format === 5) return { ...ORG_INDEX_SETTINGS, sortableAttributes: [...V5_SORTABLE] };
   const sortable = format === 2 ? V2_SORTABLE : format === 3 ? V3_SORTABLE : V4_SORTABLE;
   // Those releases left the words' language to Meilisearch's detection.

@@ -184,7 +184,7 @@ export async function indexExists(client: Meilisearch, uid: string): Promise<boo
   }
 }
 
-export type IndexFormat = 1 | 2 | 3 | 4 | 5 | typeof ORG_INDEX_FORMAT;
+export type IndexFormat = 1 | 2 | 3 | 4 | 5 | 6 | typeof ORG_INDEX_FORMAT;
 
 /** The document format of an existing index (by its searchable attribute), or null when it does not exist. */
 export async function indexFormat(client: Meilisearch, uid: string): Promise<IndexFormat | null> {
@@ -195,7 +195,8 @@ export async function indexFormat(client: Meilisearch, uid: string): Promise<Ind
       index.getSortableAttributes(),
     ]);
     if (searchable.length === 1 && searchable[0] === V1_SEARCHABLE) return 1;
-    if (sortable.includes('np')) return ORG_INDEX_FORMAT;
+    if (sortable.includes('n1')) return ORG_INDEX_FORMAT;
+    if (sortable.includes('np')) return 6;
     if (sortable.includes('nb')) return sortable.includes('t') ? 4 : 5;
     return sortable.includes('t') ? 3 : 2;
   } catch (error) {

@@ -52,7 +52,7 @@ export interface OrgSearchDeps {
    * (`nb`), 4 also sorts `updated` on `t` and filters Orgs by `id`, 3 also sorts on the exact keys
    * without buckets, 2 also sorts `updated` on `u` and `d`.
    */
-  format?: 2 | 3 | 4 | 5 | 6;
+  format?: 2 | 3 | 4 | 5 | 6 | 7;
   /** Orgs left out of every answer (changed, not yet applied to the index: fresh-changes.ts). */
   exclude?: readonly number[];
   /** Where the request's time goes (the API's Server-Timing header): every Meilisearch call is timed. */
@@ -88,10 +88,21 @@ const V5_SORT_RULES: SortRules = {
   '-updated': ['u:desc', 'db:asc', 'd:asc'],
 };
 /** Format 6: format 5 with the name bucket `np`, which splits the crowded prefixes finer. */
-const SORT_RULES: SortRules = {
+const V6_SORT_RULES: SortRules = {
   ...V5_SORT_RULES,
   name: ['np:asc', 'n:asc', 'd:asc'],
   '-name': ['np:desc', 'n:desc', 'd:asc'],
+};
+/**
+ * Format 7: format 6 with the first characters of the name key (`n1`) and the stable domain (`d1`)
+ * sorted on before the buckets: a deep page skips whole letters before walking buckets.
+ */
+const SORT_RULES: SortRules = {
+  name: ['n1:asc', 'np:asc', 'n:asc', 'd:asc'],
+  '-name': ['n1:desc', 'np:desc', 'n:desc', 'd:asc'],
+  updated: ['u:asc', 'd1:asc', 'db:asc', 'd:asc'],
+  '-updated': ['u:desc', 'd1:asc', 'db:asc', 'd:asc'],
+  byDomain: ['d1:asc', 'db:asc', 'd:asc'],
 };
 const V2_SORT_RULES: SortRules = {
   ...V3_SORT_RULES,
@@ -107,7 +118,9 @@ const sortRules = (deps: OrgSearchDeps) =>
         ? V4_SORT_RULES
         : deps.format === 5
           ? V5_SORT_RULES
-          : SORT_RULES;
+          : deps.format === 6
+            ? V6_SORT_RULES
+            : SORT_RULES;
 
 /** Pages of this many ids when a whole candidate set is read. */
 const READ_PAGE = 10_000;

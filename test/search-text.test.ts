@@ -10,7 +10,7 @@ import {
   SUSPECT_MARK,
   termMatches,
 } from '../search/name-text.js';
-import { nameBucket } from '../search/org-document.js';
+import { domainBucket, firstCharacter, nameBucket } from '../search/org-document.js';
 
 /**
  * The index's promises, checked on many generated names and terms over a tiny alphabet (so that
@@ -157,7 +157,7 @@ describe('name text', () => {
     );
   });
 
-  it('name buckets sort as the keys they cut, crowded prefixes included (format 6)', () => {
+  it('name buckets sort as the keys they cut, crowded prefixes and first characters included (formats 6 and 7)', () => {
     const any = fc
       .array(fc.constantFrom('t', 'h', 'e', 'a', 'z', ' ', '0', '&', 'é', 'q'), { maxLength: 10 })
       .map((a) => nameSortKey(foldName(a.join(''))));
@@ -169,7 +169,9 @@ describe('name text', () => {
     fc.assert(
       fc.property(key, key, (x, y) => {
         expect(x.startsWith(nameBucket(x))).toBe(true);
+        expect(nameBucket(x).startsWith(firstCharacter(x))).toBe(true);
         if (x <= y) expect(nameBucket(x) <= nameBucket(y)).toBe(true);
+        if (x <= y) expect(firstCharacter(x) <= firstCharacter(y)).toBe(true);
       }),
       { numRuns: 5000, seed: 15 },
     );
@@ -177,6 +179,15 @@ describe('name text', () => {
     expect(nameBucket(nameSortKey(foldName('THE ACME LTD')))).toBe('the00wacm');
     expect(nameBucket(nameSortKey(foldName('THEATRE LTD')))).toBe('theatre00');
     expect(nameBucket(nameSortKey(foldName('HARBOUR LTD')))).toBe('har');
+    expect(firstCharacter(nameSortKey(foldName('THE ACME LTD')))).toBe('t');
+    // The stable domain's buckets: its first character, then its first two.
+    fc.assert(
+      fc.property(fc.stringMatching(/^[0-9a-z]{8}$/), fc.stringMatching(/^[0-9a-z]{8}$/), (x, y) => {
+        expect(domainBucket(x).startsWith(firstCharacter(x))).toBe(true);
+        if (x <= y) expect(firstCharacter(x) <= firstCharacter(y)).toBe(true);
+      }),
+      { numRuns: 2000, seed: 16 },
+    );
   });
 
   it('a pathologically repetitive name is a suspect for every term of four or more characters', () => {

@@ -12,6 +12,7 @@ import {
   toV3OrgDocument,
   toV4OrgDocument,
   toV5OrgDocument,
+  toV6OrgDocument,
 } from '../search/org-document.js';
 import type { OrgSort } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
@@ -155,6 +156,7 @@ describe.each([
   { format: 3 as const, what: 'exact sort keys without buckets', toDocument: toV3OrgDocument },
   { format: 4 as const, what: '`updated` sorted on `t`, Orgs filtered by id', toDocument: toV4OrgDocument },
   { format: 5 as const, what: 'every name bucketed at three characters', toDocument: toV5OrgDocument },
+  { format: 6 as const, what: 'buckets without their first characters', toDocument: toV6OrgDocument },
 ])('upgrading from the v$format index ($what)', ({ format, toDocument }) => {
   let oldUid: string;
   /** The Orgs of this case: names start with this word (the other case's do not match it). */
@@ -236,6 +238,8 @@ describe.each([
     expect(await indexFormat(meili, oldUid)).toBe(ORG_INDEX_FORMAT);
     const after = await meili.index(oldUid).getDocument(renamed);
     expect(after).toHaveProperty('np');
+    expect(after).toHaveProperty('n1');
+    expect(after).toHaveProperty('d1');
     expect(after).not.toHaveProperty('nb');
     expect(after).not.toHaveProperty('t');
     await everySortRight();

@@ -1,0 +1,154 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { Meilisearch } from 'meilisearch';
+import { startMeiliServer } from '../bin/local/meili-server.js';
+import { ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
+import { foldName, planTerm } from '../search/name-text.js';
+import { type OrgRowForIndex, toOrgDocument } from '../search/org-document.js';
+import { generateRegister } from './register/generate.js';
+
+/**
+ * Lab: where a deep sorted page's time goes inside Meilisearch, and whether coarser sort keys in
+ * front of the shipped ones (format 6) cut it. One index of the generated register's names holds
+ * the shipped document plus candidate coarse keys, all sortable, so that every sort order is
+ * timed on the same data:
+ *
+ *   node --import tsx bench/sort-levels.ts [--orgs 1000000]
+ *
+ * - `n1`, `n2`: the name key's first one and two characters; `d1`: the stable domain's first;
+ * - `uc`: `updated` in blocks of 16 seconds (the lab writes one `updated` per 5,000 Orgs, one
+ *   second apart, as import transactions do).
+ *
+ * Prints Meilisearch's own processingTimeMs (median of five) for each order at offsets 0, 2,000
+ * and 9,900, and whether every order of one sort returns the same ids (a coarse key is a prefix
+ * of the exact one, so the order cannot change).
+ */
+const args = process.argv.slice(2);
+const at = args.indexOf('--orgs');
+const N = at >= 0 ? Number(args[at + 1]) : 1_000_000;
+const DIR = `/tmp/bizdir-sort-levels-${process.pid}`;
+
+const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
+const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
+let seed = 7;
+const rand = () => {
+  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+  return seed / 2_147_483_648;
+};
+const rows: OrgRowForIndex[] = names.map((name, i) => ({
+  id: i + 1,
+  uid: Math.floor(rand() * 36 ** 8)
+    .toString(36)
+    .padStart(8, '0'),
+  name,
+  updated: new Date(1.7e12 + Math.floor(i / 5_000) * 1_000),
+  version_number: 1,
+}));
+const doc = (row: OrgRowForIndex) => {
+  const d = toOrgDocument(row);
+  return {
+    ...d,
+    n1: d.n.slice(0, 1),
+    n2: d.n.slice(0, 2),
+    d1: d.d.slice(0, 1),
+    uc: Math.floor(d.u / 16_000),
+  };
+};
+
+const ORDERS: Record<string, Record<string, string[]>> = {
+  name: {
+    shipped: ['np:asc', 'n:asc', 'd:asc'],
+    'n1 first': ['n1:asc', 'np:asc', 'n:asc', 'd:asc'],
+    'n2 first': ['n2:asc', 'np:asc', 'n:asc', 'd:asc'],
+    'n1, n2 first': ['n1:asc', 'n2:asc', 'np:asc', 'n:asc', 'd:asc'],
+    'no bucket': ['n:asc', 'd:asc'],
+  },
+  '-name': {
+    shipped: ['np:desc', 'n:desc', 'd:asc'],
+    'n1 first': ['n1:desc', 'np:desc', 'n:desc', 'd:asc'],
+    'n2 first': ['n2:desc', 'np:desc', 'n:desc', 'd:asc'],
+    'n1, n2 first': ['n1:desc', 'n2:desc', 'np:desc', 'n:desc', 'd:asc'],
+  },
+  updated: {
+    shipped: ['u:asc', 'db:asc', 'd:asc'],
+    'uc first': ['uc:asc', 'u:asc', 'db:asc', 'd:asc'],
+    'd1 before db': ['u:asc', 'd1:asc', 'db:asc', 'd:asc'],
+  },
+  '-updated': {
+    shipped: ['u:desc', 'db:asc', 'd:asc'],
+    'uc first': ['uc:desc', 'u:desc', 'db:asc', 'd:asc'],
+  },
+  domain: {
+    shipped: ['db:asc', 'd:asc'],
+    'd1 first': ['d1:asc', 'db:asc', 'd:asc'],
+  },
+};
+
+rmSync(DIR, { recursive: true, force: true });
+const server = await startMeiliServer({
+  dataDir: DIR,
+  masterKey: `sort-levels-${process.pid}-key`,
+  maxIndexingMemory: '2 GiB',
+});
+process.once('exit', () => rmSync(DIR, { recursive: true, force: true }));
+const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
+const index = meili.index('orgs');
+try {
+  const t0 = Date.now();
+  await meili.createIndex('orgs', { primaryKey: 'id' }).waitTask();
+  await index.updateSettings(ORG_INDEX_LOAD_SETTINGS).waitTask({ timeout: 600_000 });
+  for (let i = 0; i < rows.length; i += 20_000)
+    await index
+      .addDocuments(rows.slice(i, i + 20_000).map(doc))
+      .waitTask({ timeout: 3_600_000, interval: 200 });
+  await index
+    .updateSettings({
+      ...ORG_INDEX_SETTINGS,
+      sortableAttributes: [...(ORG_INDEX_SETTINGS.sortableAttributes ?? []), 'n1', 'n2', 'd1', 'uc'],
+    })
+    .waitTask({ timeout: 3_600_000, interval: 200 });
+  const stats = await meili.getStats();
+  console.log(
+    `built ${N} Orgs in ${((Date.now() - t0) / 1000).toFixed(1)} s, used ${Math.round(stats.usedDatabaseSize / N)} B/Org`,
+  );
+
+  const time = async (q: string, sort: readonly string[], offset: number) => {
+    const ms: number[] = [];
+    let ids = '';
+    let total = 0;
+    for (let k = 0; k < 5; k++) {
+      const r = await index.search(q, {
+        filter: ['NOT l = "-"'],
+        sort: [...sort],
+        offset,
+        limit: 20,
+        attributesToRetrieve: ['id'],
+      });
+      ms.push(r.processingTimeMs);
+      ids = r.hits.map((h) => h.id).join(',');
+      total = r.estimatedTotalHits ?? 0;
+    }
+    ms.sort((a, b) => a - b);
+    return { ms: ms[2]!, ids, total };
+  };
+  const terms = ['ho', 'j', 'sh', 'limited', 'services', 'property', 'holdings', ''];
+  for (const [sort, orders] of Object.entries(ORDERS)) {
+    const labels = Object.keys(orders);
+    console.log(`\n| ${sort} | offset | matches | ${labels.join(' | ')} | same ids |`);
+    console.log(`|---|---|---|${labels.map(() => '---|').join('')}---|`);
+    for (const term of terms) {
+      const plan = planTerm(foldName(term));
+      const q = term === '' ? '' : plan.kind === 'prefix' ? plan.prefix : `"${plan.words.join(' ')}"`;
+      for (const offset of [0, 2_000, 9_900]) {
+        const results: { ms: number; ids: string; total: number }[] = [];
+        for (const label of labels) results.push(await time(q, orders[label]!, offset));
+        const same = results.every((r) => r.ids === results[0]!.ids);
+        console.log(
+          `| ${term || '(every Org)'} | ${offset} | ${results[0]!.total} | ${results.map((r) => r.ms).join(' | ')} | ${same ? 'yes' : 'NO'} |`,
+        );
+      }
+    }
+  }
+} finally {
+  await server.stop();
+  rmSync(DIR, { recursive: true, force: true });
+}
