@@ -8,6 +8,7 @@ import {
   toOrgDocument,
   toV4OrgDocument,
   toV5OrgDocument,
+  toV6OrgDocument,
   updatedBuckets,
   updatedKeys,
   v5NameBucket,
@@ -21,7 +22,7 @@ import { generateRegister } from './register/generate.js';
  * Lab: index formats side by side on the same names, in one private Meilisearch, each built as
  * the rebuild builds (words first, filters and sorts after the load):
  *
- *   node --import tsx bench/format-lab.ts [--orgs 300000] [--only v4,v5,v6,v5a,floor]
+ *   node --import tsx bench/format-lab.ts [--orgs 300000] [--only v4,v5,v6,v7,v5a,floor]
  *   LAB_COMPARE=v5,v5a node --import tsx bench/format-lab.ts --only v5,v5a
  *   LAB_DEPTH=4 node --import tsx bench/format-lab.ts --orgs 2000000 --only v5   # as a rebuild posts
  *   LAB_INDEXING_THREADS=2 node --import tsx bench/format-lab.ts --only v5        # Meilisearch's --max-indexing-threads
@@ -32,14 +33,15 @@ import { generateRegister } from './register/generate.js';
  *
  * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
  * - v5: format 5 (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
- * - v6: format 6, as shipped (format 5 with the crowded name prefixes bucketed finer: `np`);
+ * - v6: format 6 (format 5 with the crowded name prefixes bucketed finer: `np`);
+ * - v7: format 7, as shipped (format 6 with the first characters `n1` and `d1` sorted on first);
  * - v5tb: the first candidate for format 5 (`updated` sorted on format 4's buckets `tb`, then `d`);
  * - v5a: v5tb with `tb` one value per Org, `updated` in ms alone;
  * - floor: the words and links alone, no sort;
  * - coarse, coarseq: the buckets alone as facets (`nb`, `u`, `db`), no exact `n` or `d` (sizes only).
  *
  * Prints build time, bytes per Org and stored-document bytes of each, then for two of them
- * (LAB_COMPARE, default v5,v6) Meilisearch's own processingTimeMs (median of five) of the pages the
+ * (LAB_COMPARE, default v6,v7) Meilisearch's own processingTimeMs (median of five) of the pages the
  * API asks for, and whether both return the same ids. `updated` is one value per 5,000 Orgs, as an
  * import transaction writes it.
  */
@@ -121,7 +123,7 @@ const rows: OrgRowForIndex[] = names.map((name, i) => ({
 
 /** The first candidate for format 5: `updated` as format 4's buckets `tb`, then `d` (no `u`). */
 const v5tbDoc = (row: OrgRowForIndex) => {
-  const { u: _u, np: _np, ...rest } = toOrgDocument(row);
+  const { u: _u, np: _np, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
   return { ...rest, nb: v5NameBucket(rest.n), tb: updatedBuckets(updatedKeys(row.updated, row.uid)) };
 };
 const v5tbSettings: Settings = { ...ORG_INDEX_SETTINGS, sortableAttributes: ['n', 'd', 'nb', 'tb', 'db'] };
@@ -154,7 +156,7 @@ const floorSettings: Settings = {
  * `nb` is the name's rank in name order over 100 (a number), `db` 3 characters of `d`.
  */
 const coarseDoc = (row: OrgRowForIndex) => {
-  const { d, np: _np, db: _db, ...rest } = toOrgDocument(row);
+  const { d, np: _np, db: _db, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
   return { ...rest, nb: rest.n.slice(0, 3), db: d.slice(0, 2) };
 };
 const nameRank = new Map<number, number>();
@@ -164,7 +166,7 @@ const coarseqDoc = (row: OrgRowForIndex) => {
     keyed.sort((a, b) => (a.n < b.n ? -1 : a.n > b.n ? 1 : 0));
     for (const [i, k] of keyed.entries()) nameRank.set(k.id, i);
   }
-  const { d, np: _np, db: _db, ...rest } = toOrgDocument(row);
+  const { d, np: _np, db: _db, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
   return { ...rest, nb: Math.floor(nameRank.get(row.id)! / 100), db: d.slice(0, 3) };
 };
 const coarseSettings: Settings = {
@@ -206,7 +208,7 @@ const server = await startMeiliServer({
 process.once('exit', () => rmSync(DIR, { recursive: true, force: true }));
 const meili = new Meilisearch({ host: server.url, apiKey: server.masterKey, timeout: 600_000 });
 const onlyAt = args.indexOf('--only');
-const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v6,v5tb,v5a,floor,coarse,coarseq').split(',');
+const only = (onlyAt >= 0 ? args[onlyAt + 1]! : 'v4,v5,v6,v7,v5tb,v5a,floor,coarse,coarseq').split(',');
 try {
   let before = (await meili.getStats()).usedDatabaseSize;
   // The disk the data folder holds (du): /stats databaseSize is a 2 TiB sparse file under the write map.
@@ -214,7 +216,8 @@ try {
   const formats = [
     ['v4', legacySettings(4), toV4OrgDocument],
     ['v5', legacySettings(5), toV5OrgDocument],
-    ['v6', ORG_INDEX_SETTINGS, toOrgDocument],
+    ['v6', legacySettings(6), toV6OrgDocument],
+    ['v7', ORG_INDEX_SETTINGS, toOrgDocument],
     ['v5tb', v5tbSettings, v5tbDoc],
     ['v5a', v5tbSettings, v5aDoc],
     ['floor', floorSettings, floorDoc],
@@ -274,9 +277,9 @@ try {
     before = stats.usedDatabaseSize;
     beforeFile = allocatedBytes(DIR);
   }
-  const [A, B] = (process.env.LAB_COMPARE ?? 'v5,v6').split(',') as [
-    'v4' | 'v5' | 'v6' | 'v5a',
-    'v4' | 'v5' | 'v6' | 'v5a',
+  const [A, B] = (process.env.LAB_COMPARE ?? 'v6,v7').split(',') as [
+    'v4' | 'v5' | 'v6' | 'v7' | 'v5a',
+    'v4' | 'v5' | 'v6' | 'v7' | 'v5a',
   ];
   if (!only.includes(A) || !only.includes(B)) process.exit(0);
   const rules = {
@@ -307,6 +310,13 @@ try {
       updated: ['u:asc', 'db:asc', 'd:asc'],
       '-updated': ['u:desc', 'db:asc', 'd:asc'],
       domain: ['db:asc', 'd:asc'],
+    },
+    v7: {
+      name: ['n1:asc', 'np:asc', 'n:asc', 'd:asc'],
+      '-name': ['n1:desc', 'np:desc', 'n:desc', 'd:asc'],
+      updated: ['u:asc', 'd1:asc', 'db:asc', 'd:asc'],
+      '-updated': ['u:desc', 'd1:asc', 'db:asc', 'd:asc'],
+      domain: ['d1:asc', 'db:asc', 'd:asc'],
     },
     v5tb: {
       name: ['nb:asc', 'n:asc', 'd:asc'],

@@ -227,6 +227,11 @@ export async function ensureOrgIndex(
   }
   const format = await indexFormat(client, uid);
   if (format !== null && format !== ORG_INDEX_FORMAT) return format;
+  // An index a later release built sorts on keys this release does not know: applying this
+  // release's settings would drop them (and make Meilisearch rework its facets), so it is left as it
+  // is and served with this release's rules (a later format only adds keys).
+  const known = new Set(settings.sortableAttributes ?? []);
+  if ((await client.index(uid).getSortableAttributes()).some((a) => !known.has(a))) return ORG_INDEX_FORMAT;
   // An existing index keeps the language its words were tokenized in: changing it makes
   // Meilisearch tokenize every document again in one task (minutes at 5.7M, with the sync queued
   // behind it). An index built before the language was declared gets it at `bizdir reindex`.

@@ -309,3 +309,22 @@ describe('an index of the current format built before the words were declared En
     }
   });
 });
+
+describe('an index a later release built', () => {
+  it('is left as it is at start-up: its extra sort keys stay, and it answers with this release rules', async () => {
+    const uid = testIndexName('later-format');
+    try {
+      const later = {
+        ...ORG_INDEX_SETTINGS,
+        sortableAttributes: [...(ORG_INDEX_SETTINGS.sortableAttributes ?? []), 'zz'],
+      };
+      await oldFormatIndex(uid, later, (row) => ({ ...toOrgDocument(row), zz: 'z' }));
+      expect(await ensureOrgIndex(meili, uid)).toBe(ORG_INDEX_FORMAT);
+      expect(await meili.index(uid).getSortableAttributes()).toContain('zz');
+      const acme = orgs.find((o) => o.name === 'ACME WIDGETS LTD')!;
+      expect((await search('acme', 'name', uid)).ids).toEqual([acme.id]);
+    } finally {
+      await meili.deleteIndexIfExists(uid);
+    }
+  });
+});
