@@ -123,7 +123,7 @@ const rows: OrgRowForIndex[] = names.map((name, i) => ({
 
 /** The first candidate for format 5: `updated` as format 4's buckets `tb`, then `d` (no `u`). */
 const v5tbDoc = (row: OrgRowForIndex) => {
-  const { u: _u, np: _np, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { u: _u, np: _np, n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   return { ...rest, nb: v5NameBucket(rest.n), tb: updatedBuckets(updatedKeys(row.updated, row.uid)) };
 };
 const v5tbSettings: Settings = { ...ORG_INDEX_SETTINGS, sortableAttributes: ['n', 'd', 'nb', 'tb', 'db'] };
@@ -156,7 +156,7 @@ const floorSettings: Settings = {
  * `nb` is the name's rank in name order over 100 (a number), `db` 3 characters of `d`.
  */
 const coarseDoc = (row: OrgRowForIndex) => {
-  const { d, np: _np, db: _db, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { d, np: _np, db: _db, n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   return { ...rest, nb: rest.n.slice(0, 3), db: d.slice(0, 2) };
 };
 const nameRank = new Map<number, number>();
@@ -166,7 +166,7 @@ const coarseqDoc = (row: OrgRowForIndex) => {
     keyed.sort((a, b) => (a.n < b.n ? -1 : a.n > b.n ? 1 : 0));
     for (const [i, k] of keyed.entries()) nameRank.set(k.id, i);
   }
-  const { d, np: _np, db: _db, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { d, np: _np, db: _db, n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   return { ...rest, nb: Math.floor(nameRank.get(row.id)! / 100), db: d.slice(0, 3) };
 };
 const coarseSettings: Settings = {
@@ -314,8 +314,8 @@ try {
     v7: {
       name: ['n1:asc', 'np:asc', 'n:asc', 'd:asc'],
       '-name': ['n1:desc', 'np:desc', 'n:desc', 'd:asc'],
-      updated: ['u:asc', 'd1:asc', 'db:asc', 'd:asc'],
-      '-updated': ['u:desc', 'd1:asc', 'db:asc', 'd:asc'],
+      updated: ['u:asc', 'ua:asc', 'd:asc'],
+      '-updated': ['u:desc', 'ud:desc', 'd:asc'],
       domain: ['d1:asc', 'db:asc', 'd:asc'],
     },
     v5tb: {

@@ -18,8 +18,9 @@ export const ORG_INDEX_FORMAT = 7;
 
 /**
  * The sortable attributes of format 6, which sorted on the buckets `np` and `db` without the
- * one-character keys `n1` and `d1` before them. It is recognised by `np` without `n1` and served
- * until `bizdir reindex`.
+ * one-character keys `n1` and `d1` before them, and `updated` on `u` then `db`. It is recognised by
+ * `np` without `ua` and served until `bizdir reindex` (format 6's rules are also right for any index
+ * holding its keys).
  */
 export const V6_SORTABLE = ['n', 'd', 'np', 'u', 'db'] as const;
 
@@ -88,10 +89,11 @@ export const ORG_INDEX_SETTINGS: Settings = {
   ],
   // `np` and `db` are coarse buckets of `n` and `d`, and `n1` and `d1` (their first character)
   // coarser ones, sorted on first: Meilisearch then skips whole buckets before a deep page instead
-  // of walking every value (org-document.ts). `updated` is `u` (ms), then `d1`, `db`, `d`: the
-  // groups of Orgs one import transaction wrote with the same `updated` are skipped whole, and the
-  // one a page starts in is split by `d1` and `db` before `d` is walked.
-  sortableAttributes: ['n', 'd', 'n1', 'np', 'u', 'd1', 'db'],
+  // of walking every value (org-document.ts). `updated` is `u` (ms), then `ua` (or `ud`
+  // descending), then `d`: the groups of Orgs one import transaction wrote with the same `updated`
+  // are skipped whole, and the one a page starts in is split 1,296 ways by the fraction of `ua`
+  // (the stable domain's bucket) before `d` is walked.
+  sortableAttributes: ['n', 'd', 'n1', 'np', 'u', 'ua', 'ud', 'd1', 'db'],
 };
 
 /**

@@ -195,7 +195,7 @@ export async function indexFormat(client: Meilisearch, uid: string): Promise<Ind
       index.getSortableAttributes(),
     ]);
     if (searchable.length === 1 && searchable[0] === V1_SEARCHABLE) return 1;
-    if (sortable.includes('n1')) return ORG_INDEX_FORMAT;
+    if (sortable.includes('ua')) return ORG_INDEX_FORMAT;
     if (sortable.includes('np')) return 6;
     if (sortable.includes('nb')) return sortable.includes('t') ? 4 : 5;
     return sortable.includes('t') ? 3 : 2;

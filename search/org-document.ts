@@ -26,7 +26,13 @@ export interface OrgDocument {
   np: string;
   /** orgs.updated in ms: the `updated` sort, its ties broken by `db` then `d`. */
   u: number;
-  /** The first character of `d`: sorted on before `db` (format 7). */
+  /**
+   * `updated` then the stable domain's bucket, as one number (updatedThenBucket): sorted on after
+   * `u` by `updated` ascending (`ua`) and descending (`ud`), before `d` (format 7).
+   */
+  ua: number;
+  ud: number;
+  /** The first character of `d`: sorted on before `db` in the relevance tiers (format 7). */
   d1: string;
   /** Bucket of `d` (its first two characters): sorted on before `d`. */
   db: string;
@@ -107,6 +113,22 @@ export const domainBucket = (d: string) => d.slice(0, 2);
  */
 export const firstCharacter = (key: string) => key.slice(0, 1);
 
+/**
+ * `updated` (ms) with the stable domain's bucket as a fraction: the bucket's rank (base 36, 0-1,295,
+ * the order of `db`) over 4,096 for `ua`, and 1,295 minus it for `ud`. So `ua` ascending orders by
+ * `updated` then `db` ascending, and `ud` descending by `updated` descending then `db` ascending: the
+ * two orders of format 6's `u`, `db` rules, each as one key. Meilisearch starts the sort rule after
+ * `u` once for every group of equal `updated` a page reaches (one per import transaction), and a
+ * start of `db` reads most of its facet tree (1,296 values over every Org); a start of `ua` reads
+ * only the narrow range of one `updated` (docs/search.md, "Format 7"). A double holds ms below 2^41
+ * (the year 2039) plus a fraction in steps of 1/4,096 exactly; past that the fraction rounds to
+ * coarser steps, which may merge neighbouring buckets but never reorders them (`d` breaks the ties).
+ */
+export function updatedThenBucket(updatedMs: number, uid: string): { ua: number; ud: number } {
+  const rank = Number.parseInt(domainBucket(uid), 36);
+  return { ua: updatedMs + rank / 4096, ud: updatedMs + (1295 - rank) / 4096 };
+}
+
 export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
   const folded = foldName(row.name);
   const terms = nameTerms(folded);
@@ -121,6 +143,7 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
     n1: firstCharacter(n),
     np: nameBucket(n),
     u: row.updated.getTime(),
+    ...updatedThenBucket(row.updated.getTime(), row.uid),
     d1: firstCharacter(row.uid),
     db: domainBucket(row.uid),
   };
@@ -128,32 +151,32 @@ export function toOrgDocument(row: OrgRowForIndex): OrgDocument {
 
 /** A document of format 6: no first-character buckets. */
 export function toV6OrgDocument(row: OrgRowForIndex): object {
-  const { n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   return rest;
 }
 
 /** A document of format 5: the name bucket `nb`, three characters of `n` for every name. */
 export function toV5OrgDocument(row: OrgRowForIndex): object {
-  const { np: _np, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { np: _np, n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   return { ...rest, nb: v5NameBucket(rest.n) };
 }
 
 /** A document of format 4: `updated` as the exact keys `t` and their buckets `tb`. */
 export function toV4OrgDocument(row: OrgRowForIndex): object {
-  const { np: _np, u: _u, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { np: _np, u: _u, n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   const t = updatedKeys(row.updated, row.uid);
   return { ...rest, nb: v5NameBucket(rest.n), t, tb: updatedBuckets(t) };
 }
 
 /** A document of format 3: the exact sort keys without their buckets. */
 export function toV3OrgDocument(row: OrgRowForIndex): object {
-  const { np: _np, u: _u, db: _db, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { np: _np, u: _u, db: _db, n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   return { ...rest, t: updatedKeys(row.updated, row.uid) };
 }
 
 /** A document of format 2: `updated` as `u`, in ms, tie-broken on `d` by the query. */
 export function toV2OrgDocument(row: OrgRowForIndex): object {
-  const { np: _np, db: _db, n1: _n1, d1: _d1, ...rest } = toOrgDocument(row);
+  const { np: _np, db: _db, n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
   return rest;
 }
 

@@ -10,7 +10,7 @@ import {
   SUSPECT_MARK,
   termMatches,
 } from '../search/name-text.js';
-import { domainBucket, firstCharacter, nameBucket } from '../search/org-document.js';
+import { domainBucket, firstCharacter, nameBucket, updatedThenBucket } from '../search/org-document.js';
 
 /**
  * The index's promises, checked on many generated names and terms over a tiny alphabet (so that
@@ -188,6 +188,37 @@ describe('name text', () => {
       }),
       { numRuns: 2000, seed: 16 },
     );
+  });
+
+  it('updated then the stable domain bucket, as one number, orders as the two keys (format 7)', () => {
+    const uid = fc.stringMatching(/^[0-9a-z]{8}$/);
+    // Today's dates, and ones past 2^41 ms (2039), where the fraction is rounded.
+    const ms = fc.oneof(
+      fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }),
+      fc.integer({ min: 2 ** 41 - 10, max: 2 ** 44 }),
+    );
+    const cmp = (a: number | string, b: number | string) => (a < b ? -1 : a > b ? 1 : 0);
+    fc.assert(
+      fc.property(ms, uid, ms, uid, (m1, d1, m2, d2) => {
+        const x = updatedThenBucket(m1, d1);
+        const y = updatedThenBucket(m2, d2);
+        const asc = cmp(m1, m2) || cmp(domainBucket(d1), domainBucket(d2));
+        const desc = cmp(m2, m1) || cmp(domainBucket(d1), domainBucket(d2));
+        // Exact below 2^41 ms; past it neighbouring buckets may tie, never swap.
+        if (m1 < 2 ** 41 && m2 < 2 ** 41) {
+          expect(cmp(x.ua, y.ua)).toBe(asc);
+          expect(cmp(y.ud, x.ud)).toBe(desc);
+        } else {
+          expect(cmp(x.ua, y.ua) * asc).toBeGreaterThanOrEqual(0);
+          expect(cmp(y.ud, x.ud) * desc).toBeGreaterThanOrEqual(0);
+          if (m1 !== m2) expect(cmp(x.ua, y.ua)).toBe(cmp(m1, m2));
+        }
+      }),
+      { numRuns: 5000, seed: 17 },
+    );
+    // Same ms, buckets the extremes.
+    expect(updatedThenBucket(1_700_000_000_000, '00aaaaaa').ua).toBe(1_700_000_000_000);
+    expect(updatedThenBucket(1_700_000_000_000, 'zzaaaaaa').ud).toBe(1_700_000_000_000);
   });
 
   it('a pathologically repetitive name is a suspect for every term of four or more characters', () => {
