@@ -217,7 +217,11 @@ export async function ensureOrgIndex(
 ): Promise<IndexFormat> {
   await client.updateExperimentalFeatures(REQUIRED_FEATURES);
   if (!(await indexExists(client, uid))) {
-    const task = await client.createIndex(uid, { primaryKey: ORG_INDEX_PRIMARY_KEY }).waitTask();
+    // Queued behind whatever Meilisearch is processing (a 5.7M index's sync batches take seconds
+    // each): waited for as long as any settings task, not the client's default wait.
+    const task = await client
+      .createIndex(uid, { primaryKey: ORG_INDEX_PRIMARY_KEY })
+      .waitTask({ timeout: 300_000, interval: 100 });
     // Two starters racing: the loser's creation fails with index_already_exists, which is fine.
     if (task.status === 'failed' && task.error?.code !== 'index_already_exists') {
       throw new MeiliTaskFailedError(`creating index ${uid} failed: ${task.error?.message}`);
