@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { Meilisearch, type Settings } from 'meilisearch';
 import { startMeiliServer } from '../bin/local/meili-server.js';
 import { legacySettings, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
@@ -16,7 +16,7 @@ import {
 import { loadConfig } from '../shared/config.js';
 import { allocatedBytes } from './memory-cap.js';
 import { MemoryWatch } from './process-memory.js';
-import { generateRegister } from './register/generate.js';
+import { labRows, orgsArg } from './register/lab-rows.js';
 
 /**
  * Lab: index formats side by side on the same names, in one private Meilisearch, each built as
@@ -46,8 +46,7 @@ import { generateRegister } from './register/generate.js';
  * import transaction writes it.
  */
 const args = process.argv.slice(2);
-const at = args.indexOf('--orgs');
-const N = at >= 0 ? Number(args[at + 1]) : 300_000;
+const N = orgsArg(300_000);
 const DIR = `/tmp/bizdir-format-lab-${process.pid}`;
 const DEPTH = Number(process.env.LAB_DEPTH ?? 1);
 /** LAB_CHUNK: documents per task (default 20,000; the rebuild posts BULK_CHUNK: reindex.ts). */
@@ -104,22 +103,7 @@ async function traceSummary(host: string, key: string, uid: string, limit = 14):
   return [`  ${batches} batches`, ...steps].join('\n');
 }
 
-const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
-const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
-let seed = 7;
-const rand = () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-  return seed / 2_147_483_648;
-};
-const rows: OrgRowForIndex[] = names.map((name, i) => ({
-  id: i + 1,
-  uid: Math.floor(rand() * 36 ** 8)
-    .toString(36)
-    .padStart(8, '0'),
-  name,
-  updated: new Date(1.7e12 + Math.floor(i / 5_000) * 1_000),
-  version_number: 1,
-}));
+const rows = await labRows(N);
 
 /** The first candidate for format 5: `updated` as format 4's buckets `tb`, then `d` (no `u`). */
 const v5tbDoc = (row: OrgRowForIndex) => {

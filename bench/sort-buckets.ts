@@ -1,10 +1,10 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { Meilisearch } from 'meilisearch';
 import { startMeiliServer } from '../bin/local/meili-server.js';
 import { legacySettings } from '../search/index-definition.js';
 import { foldName, planTerm } from '../search/name-text.js';
 import { toV3OrgDocument, toV4OrgDocument } from '../search/org-document.js';
-import { generateRegister } from './register/generate.js';
+import { labRows, orgsArg } from './register/lab-rows.js';
 
 /**
  * The sort buckets of index format 4, measured against format 3 (exact keys only) on the same
@@ -18,27 +18,10 @@ import { generateRegister } from './register/generate.js';
  * and checks that both formats return the same ids. `updated` is one value per 5,000 Orgs, as an
  * import transaction writes it.
  */
-const args = process.argv.slice(2);
-const at = args.indexOf('--orgs');
-const N = at >= 0 ? Number(args[at + 1]) : 300_000;
+const N = orgsArg(300_000);
 const DIR = `/tmp/bizdir-sort-buckets-${process.pid}`;
 
-const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
-const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
-let seed = 7;
-const rand = () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-  return seed / 2_147_483_648;
-};
-const rows = names.map((name, i) => ({
-  id: i + 1,
-  uid: Math.floor(rand() * 36 ** 8)
-    .toString(36)
-    .padStart(8, '0'),
-  name,
-  updated: new Date(1.7e12 + Math.floor(i / 5_000) * 1_000),
-  version_number: 1,
-}));
+const rows = await labRows(N);
 
 rmSync(DIR, { recursive: true, force: true });
 const server = await startMeiliServer({

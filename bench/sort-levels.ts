@@ -1,10 +1,10 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { Meilisearch } from 'meilisearch';
 import { startMeiliServer } from '../bin/local/meili-server.js';
 import { ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
 import { foldName, planTerm } from '../search/name-text.js';
 import { type OrgRowForIndex, toOrgDocument } from '../search/org-document.js';
-import { generateRegister } from './register/generate.js';
+import { labRows, orgsArg } from './register/lab-rows.js';
 
 /**
  * Lab: where a deep sorted page's time goes inside Meilisearch, and whether coarser sort keys in
@@ -27,27 +27,10 @@ import { generateRegister } from './register/generate.js';
  * and 9,900, and whether every order of one sort returns the same ids (a coarse key is a prefix
  * of the exact one, so the order cannot change).
  */
-const args = process.argv.slice(2);
-const at = args.indexOf('--orgs');
-const N = at >= 0 ? Number(args[at + 1]) : 1_000_000;
+const N = orgsArg(1_000_000);
 const DIR = `/tmp/bizdir-sort-levels-${process.pid}`;
 
-const reg = await generateRegister({ orgs: N, parts: 1, dir: '/tmp/bizdir-register' });
-const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
-let seed = 7;
-const rand = () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-  return seed / 2_147_483_648;
-};
-const rows: OrgRowForIndex[] = names.map((name, i) => ({
-  id: i + 1,
-  uid: Math.floor(rand() * 36 ** 8)
-    .toString(36)
-    .padStart(8, '0'),
-  name,
-  updated: new Date(1.7e12 + Math.floor(i / 5_000) * 1_000),
-  version_number: 1,
-}));
+const rows = await labRows(N);
 const doc = (row: OrgRowForIndex) => {
   const d = toOrgDocument(row);
   return {
