@@ -84,8 +84,11 @@ export class MeiliTaskFailedError extends Error {
   override name = 'MeiliTaskFailedError';
 }
 
+/** How long a task is waited for unless a caller says otherwise (Meilisearch runs tasks one batch at a time). */
+const TASK_WAIT_MS = 300_000;
+
 /** Waits for an enqueued task and throws unless it succeeded: callers mark work done only after this. */
-export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = 300_000): Promise<Task> {
+export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = TASK_WAIT_MS): Promise<Task> {
   return checked(await enqueued.waitTask({ timeout: timeoutMs, interval: pollInterval(timeoutMs) }));
 }
 
@@ -93,7 +96,7 @@ export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = 300_0
 export async function taskSucceeded(
   client: Meilisearch,
   taskUid: number,
-  timeoutMs = 300_000,
+  timeoutMs = TASK_WAIT_MS,
 ): Promise<Task> {
   return checked(
     await client.tasks.waitForTask(taskUid, { timeout: timeoutMs, interval: pollInterval(timeoutMs) }),
@@ -104,7 +107,7 @@ export async function taskSucceeded(
  * Short tasks are polled often (a change should be searchable quickly); long ones (a rebuild's
  * settings, minutes) once a second: each poll leaves a listener on the wait's abort signal.
  */
-const pollInterval = (timeoutMs: number) => (timeoutMs > 300_000 ? 1_000 : 100);
+const pollInterval = (timeoutMs: number) => (timeoutMs > TASK_WAIT_MS ? 1_000 : 100);
 
 function checked(task: Task): Task {
   if (task.status !== 'succeeded') {
@@ -184,25 +187,40 @@ export async function indexExists(client: Meilisearch, uid: string): Promise<boo
   }
 }
 
+/** The sort keys this release's format declares (ensureOrgIndex: an index with others is a later release's). */
+const CURRENT_SORTABLE: ReadonlySet<string> = new Set(ORG_INDEX_SETTINGS.sortableAttributes ?? []);
+
 export type IndexFormat = 1 | 2 | 3 | 4 | 5 | 6 | typeof ORG_INDEX_FORMAT;
 
 /** The document format of an existing index (by its searchable attribute), or null when it does not exist. */
 export async function indexFormat(client: Meilisearch, uid: string): Promise<IndexFormat | null> {
+  return (await indexShape(client, uid))?.format ?? null;
+}
+
+/** An existing index's format and sort keys (one read of each setting), or null when it does not exist. */
+async function indexShape(
+  client: Meilisearch,
+  uid: string,
+): Promise<{ format: IndexFormat; sortable: string[] } | null> {
   try {
     const index = client.index(uid);
     const [searchable, sortable] = await Promise.all([
       index.getSearchableAttributes(),
       index.getSortableAttributes(),
     ]);
-    if (searchable.length === 1 && searchable[0] === V1_SEARCHABLE) return 1;
-    if (sortable.includes('ua')) return ORG_INDEX_FORMAT;
-    if (sortable.includes('np')) return 6;
-    if (sortable.includes('nb')) return sortable.includes('t') ? 4 : 5;
-    return sortable.includes('t') ? 3 : 2;
+    return { format: formatOf(searchable, sortable), sortable };
   } catch (error) {
     if (error instanceof MeilisearchApiError && error.response.status === 404) return null;
     throw error;
   }
+}
+
+function formatOf(searchable: readonly string[], sortable: readonly string[]): IndexFormat {
+  if (searchable.length === 1 && searchable[0] === V1_SEARCHABLE) return 1;
+  if (sortable.includes('ua')) return ORG_INDEX_FORMAT;
+  if (sortable.includes('np')) return 6;
+  if (sortable.includes('nb')) return sortable.includes('t') ? 4 : 5;
+  return sortable.includes('t') ? 3 : 2;
 }
 
 /**
@@ -221,7 +239,7 @@ export async function ensureOrgIndex(
     // each): waited for as long as any settings task, not the client's default wait.
     const task = await client
       .createIndex(uid, { primaryKey: ORG_INDEX_PRIMARY_KEY })
-      .waitTask({ timeout: 300_000, interval: 100 });
+      .waitTask({ timeout: TASK_WAIT_MS, interval: pollInterval(TASK_WAIT_MS) });
     // Two starters racing: the loser's creation fails with index_already_exists, which is fine.
     if (task.status === 'failed' && task.error?.code !== 'index_already_exists') {
       throw new MeiliTaskFailedError(`creating index ${uid} failed: ${task.error?.message}`);
@@ -229,13 +247,12 @@ export async function ensureOrgIndex(
     await succeeded(client.index(uid).updateSettings(settings));
     return ORG_INDEX_FORMAT;
   }
-  const format = await indexFormat(client, uid);
-  if (format !== null && format !== ORG_INDEX_FORMAT) return format;
+  const shape = await indexShape(client, uid);
+  if (shape !== null && shape.format !== ORG_INDEX_FORMAT) return shape.format;
   // An index a later release built sorts on keys this release does not know: applying this
   // release's settings would drop them (and make Meilisearch rework its facets), so it is left as it
   // is and served with this release's rules (a later format only adds keys).
-  const known = new Set(settings.sortableAttributes ?? []);
-  if ((await client.index(uid).getSortableAttributes()).some((a) => !known.has(a))) return ORG_INDEX_FORMAT;
+  if (shape?.sortable.some((a) => !CURRENT_SORTABLE.has(a))) return ORG_INDEX_FORMAT;
   // An existing index keeps the language its words were tokenized in: changing it makes
   // Meilisearch tokenize every document again in one task (minutes at 5.7M, with the sync queued
   // behind it). An index built before the language was declared gets it at `bizdir reindex`.

@@ -24,7 +24,7 @@ export interface OrgDocument {
   n1: string;
   /** Bucket of `n` (its first three characters, or nine in a crowded prefix): sorted on before `n` (nameBucket). */
   np: string;
-  /** orgs.updated in ms: the `updated` sort, its ties broken by `db` then `d`. */
+  /** orgs.updated in ms: the `updated` sort, its ties broken by `ua` (or `ud`) then `d`. */
   u: number;
   /**
    * `updated` then the stable domain's bucket, as one number (updatedThenBucket): sorted on after

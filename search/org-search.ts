@@ -48,8 +48,8 @@ export interface OrgSearchDeps {
   /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
   /**
-   * The live index's format (until `bizdir reindex`): 5 buckets every name by three characters
-   * (`nb`), 4 also sorts `updated` on `t` and filters Orgs by `id`, 3 also sorts on the exact keys
+   * The live index's format (until `bizdir reindex`): 6 has no first-character keys (`n1`, `d1`)
+   * and splits `updated` by `db`, 5 also buckets every name by three characters (`nb`), 4 also sorts `updated` on `t` and filters Orgs by `id`, 3 also sorts on the exact keys
    * without buckets, 2 also sorts `updated` on `u` and `d`.
    */
   format?: 2 | 3 | 4 | 5 | 6 | 7;
