@@ -13,6 +13,7 @@ describe('configuration', () => {
       meiliUrl: undefined,
       adminToken: undefined,
       meiliMaxIndexingMemory: '2 GiB',
+      meiliMaxIndexingThreads: undefined,
       searchRebuildBacklog: 50_000,
       searchRebuildDuringImport: false,
       meiliReduceIndexingMemory: true,
@@ -20,6 +21,7 @@ describe('configuration', () => {
     expect(Object.isFrozen(c)).toBe(true);
     expect(loadConfig({ SEARCH_REBUILD_DURING_IMPORT: 'on' }).searchRebuildDuringImport).toBe(true);
     expect(loadConfig({ MEILI_MAX_INDEXING_MEMORY: '512MiB' }).meiliMaxIndexingMemory).toBe('512MiB');
+    expect(loadConfig({ MEILI_MAX_INDEXING_THREADS: '2' }).meiliMaxIndexingThreads).toBe(2);
     expect(
       loadConfig({ MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'false' }).meiliReduceIndexingMemory,
     ).toBe(false);
@@ -56,6 +58,10 @@ describe('configuration', () => {
     ['LOG_LEVEL', 'loud'],
     ['MEILI_MAX_INDEXING_MEMORY', 'lots'],
     ['MEILI_MAX_INDEXING_MEMORY', '2 GiB; rm -rf /'],
+    ['MEILI_MAX_INDEXING_THREADS', '0'],
+    ['MEILI_MAX_INDEXING_THREADS', 'all'],
+    ['MEILI_MAX_INDEXING_THREADS', '1.5'],
+    ['MEILI_MAX_INDEXING_THREADS', '-2'],
     ['SEARCH_REBUILD_DURING_IMPORT', 'yes'],
     ['MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE', 'yes'],
   ])('refuses %s=%s with one message naming it', (variable, value) => {

@@ -82,6 +82,7 @@ export async function startLocalServices(config: Config, log: Logger): Promise<L
           dataDir: meiliDir,
           masterKey,
           maxIndexingMemory: config.meiliMaxIndexingMemory,
+          maxIndexingThreads: config.meiliMaxIndexingThreads,
           reduceIndexingMemory: config.meiliReduceIndexingMemory,
           log: (line) => log.debug({ component: 'meilisearch' }, line),
         }).then((m) => ({
