@@ -37,7 +37,7 @@ import { coined } from './register/names.js';
  *
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--pg-queries N] [--skip-rebuild]
  *                             [--skip-plain] [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB] [--prewarm]
- *                             [--mix-passes N]
+ *                             [--mix-passes N] [--mix-during-rebuild]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -63,6 +63,9 @@ import { coined } from './register/names.js';
  * rather than first reads from disk. `--mix-passes N` runs the mix N times on the same processes and
  * reports each pass, with Meilisearch's page faults: the first pass also pays Meilisearch's first
  * touch of every index page it needs (a restarted Meilisearch maps its files anew), later ones not.
+ * `--mix-during-rebuild` asks the mix over and over while the rebuild step runs (`bizdir reindex`'s
+ * code, the live index serving) and reports what an API user sees meanwhile: latency, 503s and
+ * totals, against the same brute force (e.g. to compare Meilisearch's indexing threads).
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -639,6 +642,47 @@ async function main() {
       }
       return { lat, inMixOrder, wrong, unavailable, slowest };
     };
+    /**
+     * The mix asked again and again until `work` settles (the rebuild step): what an API user sees
+     * while an index is rebuilt beside the live one. One report line for all the answers.
+     */
+    const mixWhile = async (work: Promise<unknown>) => {
+      let done = false;
+      void work.then(
+        () => {
+          done = true;
+        },
+        () => {
+          done = true;
+        },
+      );
+      const lat: number[] = [];
+      let wrong = 0;
+      let unavailable = 0;
+      let passes = 0;
+      while (!done) {
+        passes++;
+        for (const m of mix) {
+          if (done) break;
+          const started = performance.now();
+          const r = await ask(m.q, m.sort, m.offset).catch((error: unknown) => {
+            if (!String(error).includes(': 503 ')) throw error;
+            unavailable++;
+            return { ms: performance.now() - started, total: Number.NaN, timing: {} };
+          });
+          lat.push(r.ms);
+          if (!Number.isNaN(r.total) && truth.get(foldName(m.q)) !== r.total) wrong++;
+        }
+      }
+      lat.sort((a, b) => a - b);
+      figures.duringRebuildP99Ms = lat.length > 0 ? pct(lat, 99) : Number.NaN;
+      report(
+        'API search during the rebuild',
+        lat.length === 0
+          ? 'no answer before the rebuild ended'
+          : `${lat.length} answers (${passes} passes over the mix): p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${lat[lat.length - 1]!.toFixed(1)} ms; ${unavailable} answered 503; ${wrong} totals differing from brute force`,
+      );
+    };
     const { lat, inMixOrder, wrong, unavailable, slowest } = await runMix('API search (mix)');
     const apiP99 = pct(lat, 99);
     figures.unavailable = unavailable;
@@ -685,10 +729,9 @@ async function main() {
       }
       inIndex.push(Date.now() - started);
     }
-    // A kept run is measured again against the generated names: give the Orgs theirs back.
-    if (KEEP)
-      for (const { id, name } of ids)
-        await db.updateTable('orgs').set({ name }).where('id', '=', id).execute();
+    // Give the Orgs their generated names back: the answers after this (the mix during the rebuild,
+    // a kept run measured again) are checked against the brute force of the generated names.
+    for (const { id, name } of ids) await db.updateTable('orgs').set({ name }).where('id', '=', id).execute();
     renames.sort((a, b) => a - b);
     inIndex.sort((a, b) => a - b);
     figures.renameP50Ms = pct(renames, 50);
@@ -729,7 +772,9 @@ async function main() {
         peakDisk = Math.max(peakDisk, allocatedBytes(MEILI_DB));
       }, 250);
       t = Date.now();
-      await reindex({ db, meili, indexUid: INDEX });
+      const rebuilt = reindex({ db, meili, indexUid: INDEX });
+      if (flag('mix-during-rebuild')) await mixWhile(rebuilt);
+      await rebuilt;
       clearInterval(diskTimer);
       const rebuildMs = Date.now() - t;
       figures.rebuildS = rebuildMs / 1000;
