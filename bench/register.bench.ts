@@ -567,23 +567,31 @@ async function main() {
       }
     };
     type Answer = { ms: number; q: string; sort: string; offset: number; timing: Record<string, number> };
+    /**
+     * One query of the mix. A 503 (a Meilisearch call over the API's timeout) is counted and reported,
+     * not a stop: under a memory limit a cold index can answer some queries that slowly. Its time
+     * counts as the latency, and it has no total.
+     */
+    const askCounting503 = async (m: { q: string; sort: string; offset: number }) => {
+      const started = performance.now();
+      try {
+        return { ...(await ask(m.q, m.sort, m.offset)), unavailable: false };
+      } catch (error) {
+        if (!String(error).includes(': 503 ')) throw error;
+        return { ms: performance.now() - started, total: Number.NaN, timing: {}, unavailable: true };
+      }
+    };
     /** One pass over the mix: latencies, totals against brute force, and where the slowest 1 % went. */
     const runMix = async (label: string) => {
       const lat: number[] = [];
       const inMixOrder: number[] = [];
       let wrong = 0;
       const slowest: Answer[] = [];
-      // A 503 (a Meilisearch call over the API's timeout) is counted and reported, not a stop: under a
-      // memory limit a cold index can answer some queries that slowly. Its time counts as the latency.
       let unavailable = 0;
       const faultsBefore = faults();
       for (const m of mix) {
-        const started = performance.now();
-        const r = await ask(m.q, m.sort, m.offset).catch((error: unknown) => {
-          if (!String(error).includes(': 503 ')) throw error;
-          unavailable++;
-          return { ms: performance.now() - started, total: Number.NaN, timing: {} };
-        });
+        const r = await askCounting503(m);
+        if (r.unavailable) unavailable++;
         lat.push(r.ms);
         inMixOrder.push(r.ms);
         slowest.push({ ms: r.ms, ...m, timing: r.timing });
@@ -664,12 +672,8 @@ async function main() {
         passes++;
         for (const m of mix) {
           if (done) break;
-          const started = performance.now();
-          const r = await ask(m.q, m.sort, m.offset).catch((error: unknown) => {
-            if (!String(error).includes(': 503 ')) throw error;
-            unavailable++;
-            return { ms: performance.now() - started, total: Number.NaN, timing: {} };
-          });
+          const r = await askCounting503(m);
+          if (r.unavailable) unavailable++;
           lat.push(r.ms);
           if (!Number.isNaN(r.total) && truth.get(foldName(m.q)) !== r.total) wrong++;
         }
