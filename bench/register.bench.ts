@@ -94,6 +94,8 @@ const MIX_PASSES = Math.max(1, opt('mix-passes', 1));
  */
 const PG_QUERIES = opt('pg-queries', Number.POSITIVE_INFINITY);
 if (PG_QUERIES === 0) throw new Error('--pg-queries: expected 1 or more (or --skip-pg)');
+if (flag('mix-during-rebuild') && flag('skip-rebuild'))
+  throw new Error('--mix-during-rebuild: asks the mix while the rebuild step runs; drop --skip-rebuild');
 const REUSE = (() => {
   const i = args.indexOf('--reuse');
   return i >= 0 ? args[i + 1] : undefined;

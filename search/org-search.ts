@@ -49,8 +49,9 @@ export interface OrgSearchDeps {
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
   /**
    * The live index's format (until `bizdir reindex`): 6 has no first-character keys (`n1`, `d1`)
-   * and splits `updated` by `db`, 5 also buckets every name by three characters (`nb`), 4 also sorts `updated` on `t` and filters Orgs by `id`, 3 also sorts on the exact keys
-   * without buckets, 2 also sorts `updated` on `u` and `d`.
+   * and splits `updated` by `db`, 5 also buckets every name by three characters (`nb`), 4 also
+   * sorts `updated` on `t` and filters Orgs by `id`, 3 also sorts on the exact keys without
+   * buckets, 2 also sorts `updated` on `u` and `d`.
    */
   format?: 2 | 3 | 4 | 5 | 6 | 7;
   /** Orgs left out of every answer (changed, not yet applied to the index: fresh-changes.ts). */
