@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { openCsv, splitFields } from '../ingest/csv.js';
@@ -6,7 +7,7 @@ import {
   registrarNormalizer,
   stageLineOf,
 } from '../ingest/registrar/registrar.prepare.js';
-import { prepareOffThread } from '../ingest/registrar/registrar.threads.js';
+import { prepareOffThread, runningPreparingThreads } from '../ingest/registrar/registrar.threads.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 
 const TODAY = Date.UTC(2026, 10, 22);
@@ -94,9 +95,12 @@ describe('registrar batches prepared off the main thread', () => {
       expect(batch.rows.map((r) => r.record.stageLine)).toEqual(expectedLines);
       expect(batch.issues).toEqual(expectedIssues);
     }
-    // Several batches at once (two parts read by one process) come back to their own callers.
-    const halves = [recs.slice(0, 150), recs.slice(150)];
-    const both = await Promise.all(halves.map((h) => prepareOffThread(setup, h)));
-    expect(both.flatMap((b) => b.rows.map((r) => r.record.stageLine))).toEqual(expectedLines);
+    // Several batches at once (read ahead, or two parts read by one process) are spread over the
+    // threads and come back to their own callers.
+    const quarters = [0, 1, 2, 3].map((q) => recs.slice((q * recs.length) / 4, ((q + 1) * recs.length) / 4));
+    const all = await Promise.all(quarters.map((h) => prepareOffThread(setup, h)));
+    expect(all.flatMap((b) => b.rows.map((r) => r.record.stageLine))).toEqual(expectedLines);
+    expect(all.flatMap((b) => b.issues)).toEqual(expectedIssues);
+    expect(runningPreparingThreads()).toBe(Math.min(2, availableParallelism()));
   });
 });

@@ -28,7 +28,7 @@ import {
   stagedRowsOf,
   stageRows,
 } from './registrar.stage.js';
-import { prepareOffThread, startPreparing } from './registrar.threads.js';
+import { PREPARING_THREADS, prepareOffThread, startPreparing } from './registrar.threads.js';
 
 /** Company numbers merged per transaction. */
 const MERGE_CHUNK = 5000;
@@ -75,7 +75,7 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
         ? {
             normalizeBatch: (records: readonly CsvRecord[], ctx: BatchContext) =>
               prepareOffThread({ ...setup, partNo: ctx.partNo }, records),
-            readAhead: 2,
+            readAhead: PREPARING_THREADS + 1,
           }
         : {}),
       loadBatch: async (trx, rows, ctx) => {

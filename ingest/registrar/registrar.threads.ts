@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -6,13 +7,16 @@ import { type PreparedBatch, prepareRegistrarBatch, type RegistrarBatchSetup } f
 import type { ThreadAnswer, ThreadRequest } from './registrar.thread.js';
 
 /**
- * Prepares a part's batches (split, normalize, hash, staging lines) on a worker thread, so a part's
- * reading uses the machine's second core: the main thread cuts records and talks to Postgres while
- * the thread prepares the next batch (run-import.ts reads one batch ahead). A first import's reading
- * was one Node thread busy 95% of the time with Postgres idle beside it (docs/imports.md).
+ * Prepares a part's batches (split, normalize, hash, staging lines) on worker threads, so a part's
+ * reading uses the machine's other cores: the main thread cuts records and talks to Postgres while
+ * the threads prepare the next batches (run-import.ts reads PREPARING_THREADS + 1 batches ahead, and
+ * takes them back in order). A first import's reading was one Node thread busy 95% of the time with
+ * Postgres idle beside it; then one preparing thread busy all the time (docs/imports.md).
  *
- * One thread per process, started on first use and unref'd (it never keeps a process alive); parts
- * read at once by one process share it (their batches queue). If the thread cannot start, or dies,
+ * PREPARING_THREADS per process, each started on first use and unref'd (none keeps a process alive);
+ * each batch goes to the thread holding the fewest, and parts read at once by one process share them.
+ * A batch depends on nothing prepared before it (the normalizer a thread keeps is rebuilt from the
+ * batch's own setup), so which thread prepares it does not matter. If a thread cannot start, or dies,
  * batches are prepared on the main thread as before: the result is the same either way.
  */
 const here = fileURLToPath(import.meta.url);
@@ -20,22 +24,44 @@ const here = fileURLToPath(import.meta.url);
 const THREAD_FILE = path.join(path.dirname(here), `registrar.thread${path.extname(here)}`);
 
 /**
+ * How many preparing threads a process runs: two where there are two cores or more. One thread was
+ * the read's bound (busy all through a part's reading while the main thread and Postgres left half
+ * a core idle: docs/imports.md); a second takes that half. More would only compete with the main
+ * thread and Postgres on a 2-core machine; more cores are better used by more parts at once
+ * (`bizdir worker --concurrency`, more worker processes), each of which reads with its own batches.
+ */
+export const PREPARING_THREADS = Math.min(2, Math.max(1, availableParallelism()));
+
+/**
  * The thread's young generation (V8's new space: two semi-spaces and the large-object space), in MB:
  * 3x Node's default for a worker thread (48 MB). A batch lives on the thread while it is prepared, so
  * with the default most of its objects outlived two scavenges, were promoted and collected again as old
  * objects: garbage collection took a third of the thread's time. With 144 MB, a 1M first import read
  * and staged in 23.7-27.0 s instead of 30.7-33.7 s, with 4-13 s less Node CPU (docs/imports.md,
- * "Seventh round").
+ * "Seventh round"). That budget is shared by the preparing threads (72 MB each for two): each holds
+ * one batch at a time, and two at 144 MB took the worker's peak from 416-426 to 540-574 MB, against
+ * 429 MB at 72 MB each for the same read time (docs/imports.md, "Two preparing threads").
  */
-const YOUNG_GENERATION_MB = 144;
+const YOUNG_GENERATION_MB = Math.round(144 / PREPARING_THREADS);
 
-let thread: Worker | null = null;
+interface Waiting {
+  resolve: (b: PreparedBatch) => void;
+  reject: (e: Error) => void;
+}
+
+/** One preparing thread and the batches it holds. */
+interface Slot {
+  worker: Worker;
+  pending: Map<number, Waiting>;
+}
+
+const slots: (Slot | null)[] = Array.from({ length: PREPARING_THREADS }, () => null);
 let broken = false;
 let nextId = 1;
-const pending = new Map<number, { resolve: (b: PreparedBatch) => void; reject: (e: Error) => void }>();
 
-function start(): Worker | null {
-  if (thread) return thread;
+function startSlot(i: number): Slot | null {
+  const existing = slots[i];
+  if (existing) return existing;
   if (broken) return null;
   try {
     // From source (tests, benchmarks, `node --import tsx`), the thread registers tsx itself: a worker
@@ -46,36 +72,53 @@ function start(): Worker | null {
           { eval: true, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } },
         )
       : new Worker(THREAD_FILE, { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
-    worker.unref();
+    const slot: Slot = { worker, pending: new Map() };
     worker.on('message', (answer: ThreadAnswer) => {
-      const waiting = pending.get(answer.id);
+      const waiting = slot.pending.get(answer.id);
       if (!waiting) return;
-      pending.delete(answer.id);
+      slot.pending.delete(answer.id);
+      if (slot.pending.size === 0) worker.unref();
       if ('error' in answer) waiting.reject(new Error(answer.error));
       else waiting.resolve(answer.batch);
     });
     const fail = (error: Error) => {
-      if (thread === worker) thread = null;
+      if (slots[i] === slot) slots[i] = null;
       // A thread that cannot run at all (e.g. its file missing) is not tried again in this process.
       broken = true;
-      for (const [id, waiting] of pending) {
-        pending.delete(id);
+      for (const [id, waiting] of slot.pending) {
+        slot.pending.delete(id);
         waiting.reject(error);
       }
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`the registrar preparing thread exited (code ${code})`)));
-    thread = worker;
-    return worker;
+    // After the listeners: adding a 'message' listener refs the thread again (a thread started and
+    // never given a batch then kept the worker process from exiting).
+    worker.unref();
+    slots[i] = slot;
+    return slot;
   } catch {
     broken = true;
     return null;
   }
 }
 
-/** Starts the thread ahead of the first batch (it loads while the part's first records are cut). */
+/** The thread holding the fewest batches (started on first use), or null once threads are broken. */
+function pick(): Slot | null {
+  let best: Slot | null = null;
+  for (let i = 0; i < slots.length; i++) {
+    const slot = startSlot(i);
+    if (slot && (best === null || slot.pending.size < best.pending.size)) best = slot;
+  }
+  return best;
+}
+
+/** How many preparing threads run in this process now (for tests). */
+export const runningPreparingThreads = () => slots.filter((s) => s !== null).length;
+
+/** Starts the threads ahead of the first batch (they load while the part's first records are cut). */
 export function startPreparing(): void {
-  start();
+  for (let i = 0; i < slots.length; i++) startSlot(i);
 }
 
 /** prepareRegistrarBatch, on the worker thread when there is one. */
@@ -83,20 +126,18 @@ export async function prepareOffThread(
   setup: RegistrarBatchSetup,
   records: readonly CsvRecord[],
 ): Promise<PreparedBatch> {
-  const worker = start();
-  if (!worker) return prepareRegistrarBatch(setup, records);
+  const slot = pick();
+  if (!slot) return prepareRegistrarBatch(setup, records);
   const id = nextId++;
-  const answer = new Promise<PreparedBatch>((resolve, reject) => pending.set(id, { resolve, reject }));
-  // While a batch is on the thread, the thread keeps the process alive (it is unref'd otherwise).
-  if (pending.size === 1) worker.ref();
-  worker.postMessage({ id, setup, records: records as CsvRecord[] } satisfies ThreadRequest);
+  const answer = new Promise<PreparedBatch>((resolve, reject) => slot.pending.set(id, { resolve, reject }));
+  // While a batch is on a thread, the thread keeps the process alive (it is unref'd otherwise).
+  if (slot.pending.size === 1) slot.worker.ref();
+  slot.worker.postMessage({ id, setup, records: records as CsvRecord[] } satisfies ThreadRequest);
   try {
     return await answer;
   } catch (error) {
     // The thread died under this batch (not an error of the batch itself): prepare it here instead.
     if (broken) return prepareRegistrarBatch(setup, records);
     throw error;
-  } finally {
-    if (pending.size === 0) thread?.unref();
   }
 }
