@@ -5,7 +5,6 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { sql } from 'kysely';
 import Papa from 'papaparse';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -15,6 +14,7 @@ import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../jobs
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { copyLine } from '../shared/pg-copy.js';
 import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir, FROM_SOURCE } from './bizdir-cli.js';
+import { partsReadMs } from './import-phases.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { namesOf, rowOf, writeRegistrarFile } from './registrar-generate.js';
 
@@ -212,12 +212,7 @@ async function importRun(
   const before = machineTicks();
   const { ms, run } = await importRunTimed(env, sources);
   const cores = coresBusy(before, machineTicks());
-  // The parts are read and staged first (from the first part's start to the last one's end); the
-  // merge and settle take the rest.
-  const { rows } = await sql<{ read: number }>`
-    select extract(epoch from max(finished_at) - min(started_at)) * 1000 as read
-    from import_run_parts where run_id = ${run.id}`.execute(env.db);
-  const read = Number(rows[0]?.read ?? 0);
+  const read = await partsReadMs(env.db, run.id);
   return {
     ms,
     run,

@@ -18,6 +18,7 @@ import { parseServerTiming } from '../search/search-timing.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir } from './bizdir-cli.js';
+import { partsReadMs } from './import-phases.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import {
   allocatedBytes,
@@ -463,13 +464,9 @@ async function main() {
     }
     const importMs = Date.now() - t;
     if (REUSE === undefined) {
-      // The parts are read and staged first (the first part's start to the last one's end), then
-      // merged and settled: the same split as bench:import prints (the second figure also holds the
-      // command's own start and its wait for the worker, about a second).
-      const { rows } = await sql<{ read: number | null }>`
-        select extract(epoch from max(finished_at) - min(started_at)) * 1000 as read
-        from import_run_parts where run_id = (select max(id) from import_runs)`.execute(db);
-      const readMs = Number(rows[0]?.read ?? 0);
+      // The same split as bench:import prints (the second figure also holds the command's own start
+      // and its wait for the worker, about a second).
+      const readMs = await partsReadMs(db);
       report(
         'import',
         `${s(importMs)} s, ${Math.round(ORGS / (importMs / 1000))} rows/s ` +
