@@ -49,10 +49,11 @@ interface Waiting {
   reject: (e: Error) => void;
 }
 
-/** One preparing thread and the batches it holds. */
+/** One preparing thread, the batches it holds, and how many it was sent. */
 interface Slot {
   worker: Worker;
   pending: Map<number, Waiting>;
+  sent: number;
 }
 
 const slots: (Slot | null)[] = Array.from({ length: PREPARING_THREADS }, () => null);
@@ -72,7 +73,7 @@ function startSlot(i: number): Slot | null {
           { eval: true, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } },
         )
       : new Worker(THREAD_FILE, { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
-    const slot: Slot = { worker, pending: new Map() };
+    const slot: Slot = { worker, pending: new Map(), sent: 0 };
     worker.on('message', (answer: ThreadAnswer) => {
       const waiting = slot.pending.get(answer.id);
       if (!waiting) return;
@@ -113,8 +114,8 @@ function pick(): Slot | null {
   return best;
 }
 
-/** How many preparing threads run in this process now (for tests). */
-export const runningPreparingThreads = () => slots.filter((s) => s !== null).length;
+/** The batches each running preparing thread was sent (for tests: how the work was spread). */
+export const batchesSentPerThread = () => slots.flatMap((s) => (s ? [s.sent] : []));
 
 /** Starts the threads ahead of the first batch (they load while the part's first records are cut). */
 export function startPreparing(): void {
@@ -132,6 +133,7 @@ export async function prepareOffThread(
   const answer = new Promise<PreparedBatch>((resolve, reject) => slot.pending.set(id, { resolve, reject }));
   // While a batch is on a thread, the thread keeps the process alive (it is unref'd otherwise).
   if (slot.pending.size === 1) slot.worker.ref();
+  slot.sent++;
   slot.worker.postMessage({ id, setup, records: records as CsvRecord[] } satisfies ThreadRequest);
   try {
     return await answer;
