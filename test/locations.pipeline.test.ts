@@ -94,11 +94,15 @@ describe('a location sheet loaded two batches at a time', () => {
   it('resumes after its connections are killed with a batch in flight, with the counts of one clean run', async () => {
     let commits = 0;
     // The worker "dies" after the third commit: every other connection of the run is cut, the batch
-    // in flight with them (mid-statement or waiting for the one before).
+    // in flight with them (mid-statement or waiting for the one before), and the worker stops there.
+    // The batch after the third may also have committed already (its four rows are quick): then no
+    // connection was busy, the pool would open fresh ones and the run would go on to succeed (seen
+    // once on Node 24), so the dying worker also stops by throwing, as a crash would stop it.
     const kill = async () => {
       if (++commits !== 3) return;
       await sql`select pg_terminate_backend(pid) from pg_stat_activity
         where datname = current_database() and pid <> pg_backend_pid()`.execute(killed.db);
+      throw new Error('the worker died after its third commit');
     };
     await expect(
       importFeed(killed.db, 'locations', file, {
