@@ -194,10 +194,12 @@ describe('CSV reading of non-text input', () => {
 
 describe('CSV field splitting without papaparse (simpleFields)', () => {
   // A small deterministic generator (no dependency on Math.random's seed).
+  // Exact 32-bit arithmetic (Math.imul): in doubles, `seed * 1103515245` loses digits past 2^53 and
+  // the sequence cycled every 10,466 draws. The high bits are used (an LCG's low bits have short cycles).
   let seed = 12345;
   const rand = (n: number) => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed % n;
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return Math.floor((seed / 2 ** 32) * n);
   };
   const ALPHABET = ['a', 'B', ' ', ',', '"', '\n', '\r', 'é', '\t', '\\', '""'];
   const text = () => Array.from({ length: rand(6) }, () => ALPHABET[rand(ALPHABET.length)]).join('');

@@ -22,11 +22,13 @@ const orders: Record<string, (a: Keyed, b: Keyed) => number> = {
   byDomain: (a, b) => cmpStr(a.d, b.d),
 };
 
+// An LCG in exact 32-bit arithmetic (Math.imul): `s * 1_103_515_245` in doubles loses digits past
+// 2^53, and that generator cycled every 10,466 draws, so the rounds below repeated one another.
 function rng(seed: number) {
   let s = seed;
   return (n: number) => {
-    s = (s * 1_103_515_245 + 12_345) % 2_147_483_648;
-    return Math.floor((s / 2_147_483_648) * n);
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return Math.floor((s / 2 ** 32) * n);
   };
 }
 
