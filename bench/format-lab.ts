@@ -22,7 +22,7 @@ import { labRows, orgsArg } from './register/lab-rows.js';
  * Lab: index formats side by side on the same names, in one private Meilisearch, each built as
  * the rebuild builds (words first, filters and sorts after the load):
  *
- *   node --import tsx bench/format-lab.ts [--orgs 300000] [--only v4,v5,v6,v7,v5a,floor]
+ *   node --import tsx bench/format-lab.ts [--orgs 300000] [--only v4,v5,v6,v7,v7p,v7h,v5a,floor]
  *   LAB_COMPARE=v5,v5a node --import tsx bench/format-lab.ts --only v5,v5a
  *   LAB_DEPTH=4 node --import tsx bench/format-lab.ts --orgs 2000000 --only v5   # as a rebuild posts
  *   LAB_INDEXING_THREADS=2 node --import tsx bench/format-lab.ts --only v5        # Meilisearch's --max-indexing-threads
@@ -35,6 +35,9 @@ import { labRows, orgsArg } from './register/lab-rows.js';
  * - v5: format 5 (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
  * - v6: format 6 (format 5 with the crowded name prefixes bucketed finer: `np`);
  * - v7: format 7, as shipped (format 6 with the first characters `n1` and `d1` sorted on first);
+ * - v7p, v7h: format 7 with the words where Meilisearch keeps their positions coarsely (nine padding
+ *   words first, or hard separators between the words; see v7pDoc): sizes and build times only, the
+ *   answers are the same (`LAB_COMPARE=v7,v7p`);
  * - v5tb: the first candidate for format 5 (`updated` sorted on format 4's buckets `tb`, then `d`);
  * - v5a: v5tb with `tb` one value per Org, `updated` in ms alone;
  * - floor: the words and links alone, no sort;
@@ -115,6 +118,24 @@ const v5tbSettings: Settings = { ...ORG_INDEX_SETTINGS, sortableAttributes: ['n'
 const v5aDoc = (row: OrgRowForIndex) => {
   const { tb, ...rest } = v5tbDoc(row);
   return { ...rest, tb: tb[0].slice(0, 10) };
+};
+/**
+ * Format 7 with the words placed where Meilisearch keeps their positions coarsely. Meilisearch stores
+ * each word once more per position bucket it stands at in the field (word position docids; positions
+ * 0-15 each a bucket of their own, then 24, 32, 64, ...), which no query of ours reads (`sort` is the
+ * only ranking rule; a phrase under `byAttribute` is "these words in the field"). `v7p`: nine words
+ * `xj` (a code no query word can start with: name-text.ts) at positions 0-32 first, so a name's
+ * words from position 36 on share the bucket 64 (up to 29 of them). `v7h`: the words separated by
+ * hard separators (4 positions apart), so fewer buckets per name without extra words.
+ */
+const PADDING = 'xj. '.repeat(9);
+const v7pDoc = (row: OrgRowForIndex) => {
+  const doc = toOrgDocument(row);
+  return { ...doc, g: PADDING + doc.g };
+};
+const v7hDoc = (row: OrgRowForIndex) => {
+  const doc = toOrgDocument(row);
+  return { ...doc, g: doc.g.replaceAll(' ', '. ') };
 };
 /** The floor: the words and links alone. */
 const floorDoc = (row: OrgRowForIndex) => {
@@ -202,6 +223,8 @@ try {
     ['v5', legacySettings(5), toV5OrgDocument],
     ['v6', legacySettings(6), toV6OrgDocument],
     ['v7', ORG_INDEX_SETTINGS, toOrgDocument],
+    ['v7p', ORG_INDEX_SETTINGS, v7pDoc],
+    ['v7h', ORG_INDEX_SETTINGS, v7hDoc],
     ['v5tb', v5tbSettings, v5tbDoc],
     ['v5a', v5tbSettings, v5aDoc],
     ['floor', floorSettings, floorDoc],
@@ -261,11 +284,16 @@ try {
     before = stats.usedDatabaseSize;
     beforeFile = allocatedBytes(DIR);
   }
-  const [A, B] = (process.env.LAB_COMPARE ?? 'v6,v7').split(',') as [
-    'v4' | 'v5' | 'v6' | 'v7' | 'v5a',
-    'v4' | 'v5' | 'v6' | 'v7' | 'v5a',
-  ];
+  type Compared = 'v4' | 'v5' | 'v6' | 'v7' | 'v7p' | 'v7h' | 'v5a';
+  const [A, B] = (process.env.LAB_COMPARE ?? 'v6,v7').split(',') as [Compared, Compared];
   if (!only.includes(A) || !only.includes(B)) process.exit(0);
+  const V7_RULES = {
+    name: ['n1:asc', 'np:asc', 'n:asc', 'd:asc'],
+    '-name': ['n1:desc', 'np:desc', 'n:desc', 'd:asc'],
+    updated: ['u:asc', 'ua:asc', 'd:asc'],
+    '-updated': ['u:desc', 'ud:desc', 'd:asc'],
+    domain: ['d1:asc', 'db:asc', 'd:asc'],
+  } as const;
   const rules = {
     v4: {
       name: ['nb:asc', 'n:asc', 'd:asc'],
@@ -295,13 +323,9 @@ try {
       '-updated': ['u:desc', 'db:asc', 'd:asc'],
       domain: ['db:asc', 'd:asc'],
     },
-    v7: {
-      name: ['n1:asc', 'np:asc', 'n:asc', 'd:asc'],
-      '-name': ['n1:desc', 'np:desc', 'n:desc', 'd:asc'],
-      updated: ['u:asc', 'ua:asc', 'd:asc'],
-      '-updated': ['u:desc', 'ud:desc', 'd:asc'],
-      domain: ['d1:asc', 'db:asc', 'd:asc'],
-    },
+    v7: V7_RULES,
+    v7p: V7_RULES,
+    v7h: V7_RULES,
     v5tb: {
       name: ['nb:asc', 'n:asc', 'd:asc'],
       '-name': ['nb:desc', 'n:desc', 'd:asc'],
