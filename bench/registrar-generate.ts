@@ -49,9 +49,18 @@ const SICS = [
   '47910 - Retail sale via mail order houses or via Internet',
 ];
 
+/**
+ * Row `i`'s company number: 8 characters, unique. A prefixed number (`SC` and the like, one slot of
+ * PREFIXES each) counts the rows of its own slot, so its six digits last to 10M rows; until
+ * 2026-11-28 it took `i` itself, which from row 1,000,000 on made 9-character numbers that the
+ * import rightly refused (2.35M of 5.7M rows).
+ */
 export function numberOf(i: number): string {
   const prefix = PREFIXES[i % PREFIXES.length]!;
-  return prefix + String(i).padStart(8 - prefix.length, '0');
+  const digits = 8 - prefix.length;
+  const n = prefix === '' ? i : Math.floor(i / PREFIXES.length);
+  if (n >= 10 ** digits) throw new RangeError(`row ${i}: no ${digits}-digit number left after "${prefix}"`);
+  return prefix + String(n).padStart(digits, '0');
 }
 
 /**
