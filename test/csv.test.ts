@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { type CsvRecord, openCsv, PARSE_CONFIG } from '../ingest/csv.js';
 import { FeedFormatError } from '../shared/errors.js';
+import { below, rng } from './support/rng.js';
 
 /** Feeds text in small chunks so records and multi-byte characters straddle chunk edges. */
 function streamOf(text: string | Buffer, chunk = 7): Readable {
@@ -194,13 +195,8 @@ describe('CSV reading of non-text input', () => {
 
 describe('CSV field splitting without papaparse (simpleFields)', () => {
   // A small deterministic generator (no dependency on Math.random's seed).
-  // Exact 32-bit arithmetic (Math.imul): in doubles, `seed * 1103515245` loses digits past 2^53 and
-  // the sequence cycled every 10,466 draws. The high bits are used (an LCG's low bits have short cycles).
-  let seed = 12345;
-  const rand = (n: number) => {
-    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
-    return Math.floor((seed / 2 ** 32) * n);
-  };
+  const random = rng(12345);
+  const rand = (n: number) => below(random, n);
   const ALPHABET = ['a', 'B', ' ', ',', '"', '\n', '\r', 'é', '\t', '\\', '""'];
   const text = () => Array.from({ length: rand(6) }, () => ALPHABET[rand(ALPHABET.length)]).join('');
   const field = () => {

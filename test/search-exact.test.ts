@@ -11,6 +11,7 @@ import { searchOrgs } from '../search/search-orgs.js';
 import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+import { rng } from './support/rng.js';
 
 /**
  * Every answer of the search, against a brute-force reading of the same names: register-shaped
@@ -19,14 +20,6 @@ import { testIndexName, testMeiliClient, testMeiliConnection } from './support/m
  * pages anywhere. Totals, members and order must all be exact.
  */
 const SUFFIX = 'bizdir.test';
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 const WORDS = [
   'ACME',

@@ -1,18 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { mergePage } from '../search/fresh-changes.js';
+import { rng } from './support/rng.js';
 
 /**
  * mergePage against a plain merge: the index's answer A (without the fresh Orgs) and the fresh
  * matches B, both sorted; only the window of A that the search asks Meilisearch for is given.
  */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
 type Key = [string, string];
 const key = (n: number): Key => [n.toString(36).padStart(4, '0'), ''];
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MERGE_BUDGET, mergeTrue } from '../search/org-search.js';
+import { below, rng } from './support/rng.js';
 
 /**
  * mergeTrue places a term's few true suspects into a page of the other candidates asked for
@@ -22,19 +23,15 @@ const orders: Record<string, (a: Keyed, b: Keyed) => number> = {
   byDomain: (a, b) => cmpStr(a.d, b.d),
 };
 
-// An LCG in exact 32-bit arithmetic (Math.imul): `s * 1_103_515_245` in doubles loses digits past
-// 2^53, and that generator cycled every 10,466 draws, so the rounds below repeated one another.
-function rng(seed: number) {
-  let s = seed;
-  return (n: number) => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return Math.floor((s / 2 ** 32) * n);
-  };
+/** An integer in [0, n) from the seeded generator (support/rng.ts). */
+function ints(seed: number) {
+  const random = rng(seed);
+  return (n: number) => below(random, n);
 }
 
 describe('mergeTrue', () => {
   it('gives the page of the whole order whenever it answers, and answers within the budget', () => {
-    const rand = rng(42);
+    const rand = ints(42);
     let answered = 0;
     let declined = 0;
     for (let round = 0; round < 3000; round++) {

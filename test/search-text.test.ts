@@ -11,6 +11,7 @@ import {
   termMatches,
 } from '../search/name-text.js';
 import { domainBucket, firstCharacter, nameBucket, updatedThenBucket } from '../search/org-document.js';
+import { rng } from './support/rng.js';
 
 /**
  * The index's promises, checked on many generated names and terms over a tiny alphabet (so that
@@ -231,11 +232,7 @@ describe('name text', () => {
 
 describe('decodeNameKey', () => {
   it('gives back every folded name from its sort key (the suspects are checked on it)', () => {
-    let s = 7;
-    const rand = () => {
-      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      return s / 2 ** 32;
-    };
+    const rand = rng(7);
     // Every class of the code: a-y, z, digits, below '0', between '9' and 'a', above 'z', astral.
     const alphabet = [..."abcxyz0189 &'()-.,/:;@_`{|}~é£\u00ff\u0100\u4e2d\u{1F600}\u{10FFFF}"];
     let checked = 0;
