@@ -55,6 +55,18 @@ const IMPORT_BATCH_SIZE = 5000;
 const MERGE_LANES = 2;
 
 /**
+ * The pooled connections one import job can hold at once (jobs/worker.ts sizes the worker's pool from
+ * it): the feed's lock, held for the whole run (withFeedLock); per merge lane (or, for a feed loaded
+ * directly, per batch in flight: the location feed's two) its transaction and a second connection it
+ * waits for inside that transaction (public labels are reserved in short transactions of their own:
+ * public-domains.ts reserveSlugs); and one for what runs between them (the next chunk's plan, the
+ * statistics and progress of the chunk that committed). A pool with fewer can deadlock: the lanes
+ * hold their transactions and wait for a connection that only they could give back (the pool's
+ * connection timeout then fails the attempt; seen with the index sync running beside a re-import).
+ */
+export const IMPORT_JOB_CONNECTIONS = 1 + 2 * MERGE_LANES + 1;
+
+/**
  * What a run needs from its caller (the queue processors; tests and tools call runImport directly).
  *
  * A run is safe under failure: each batch commits its records, rejects, counters and the checkpoint in one

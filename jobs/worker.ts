@@ -1,7 +1,8 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { failRun } from '../ingest/import-run.js';
-import { failPartFor } from '../ingest/run-import.js';
+import { failPartFor, IMPORT_JOB_CONNECTIONS } from '../ingest/run-import.js';
+import { INDEX_JOB_CONNECTIONS } from '../search/org-sync.js';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
@@ -27,6 +28,24 @@ export interface RunningWorkers {
   workers: { close(force?: boolean): Promise<void> }[];
   /** Lets running jobs finish for up to `timeoutMs`, then stops them (they are retried elsewhere). */
   close(timeoutMs?: number): Promise<void>;
+}
+
+const CONNECTIONS_PER_JOB: Record<QueueName, number> = {
+  import: IMPORT_JOB_CONNECTIONS,
+  index: INDEX_JOB_CONNECTIONS,
+};
+
+/**
+ * The Postgres pool a worker process needs: each queue it runs takes `concurrency` jobs at once, and
+ * each job can hold CONNECTIONS_PER_JOB connections at once (session locks held for a whole run
+ * included); one more for the schedule reconciler and the index sweep. With fewer, a re-import and
+ * the index sync beside it can take every connection and wait for one more (docs/scaling.md).
+ */
+export function workerPoolSize(
+  concurrency: number,
+  queues: readonly QueueName[] = registeredQueues(),
+): number {
+  return 1 + queues.reduce((sum, queue) => sum + concurrency * CONNECTIONS_PER_JOB[queue], 0);
 }
 
 export function createWorkerDeps(config: Config, db: Db, connection: Redis, logger: Logger): WorkerDeps {

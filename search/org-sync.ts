@@ -18,6 +18,13 @@ import { documentsFor, type OrgRowForIndex, withUid } from './org-document.js';
  */
 export const INDEXER_LOCK = 7_310_405_001;
 
+/**
+ * The pooled connections one indexing job can hold at once (jobs/worker.ts sizes the worker's pool
+ * from it): the indexer lock, held on a connection of its own for the whole sync or rebuild
+ * (withIndexerLock), and one for its statements, which run one at a time.
+ */
+export const INDEX_JOB_CONNECTIONS = 2;
+
 export interface SyncDeps {
   db: Db;
   /** A client with an indexing timeout (createMeiliClient(conn, INDEXING_TIMEOUT_MS)). */

@@ -6,8 +6,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createImportRun, getRun, type ImportRun } from '../ingest/import-run.js';
 import { labelsFor, releaseLabels } from '../ingest/registrar/registrar.loader.js';
 import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
-import { runImport } from '../ingest/run-import.js';
-import type { Db } from '../shared/db.js';
+import { IMPORT_JOB_CONNECTIONS, runImport } from '../ingest/run-import.js';
+import { workerPoolSize } from '../jobs/worker.js';
+import { INDEX_JOB_CONNECTIONS, withIndexerLock } from '../search/org-sync.js';
+import { createDb, type Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG } from './support/import.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
@@ -201,6 +203,46 @@ describe('register merge in lanes', () => {
         .map((o) => o.public_slug)
         .sort(),
     ).toEqual(['harbour-0-ltd-2', 'harbour-1-ltd', 'harbour-2-ltd', 'harbour-3-ltd']);
+  });
+});
+
+describe('register merge on a worker-sized pool', () => {
+  // The worker runs the index sync beside an import, on one pool: the sync holds the indexer lock on a
+  // connection for as long as it runs, the import its feed lock, and each merge lane its transaction
+  // plus a connection for label reservations. A pool of the old size (2 x concurrency + 2 = 4) had
+  // every connection taken and the lanes waiting for one more, until the connect timeout failed the run.
+  const reimportBesideSync = async (max: number) => {
+    await clear(t.db);
+    const first = rows.slice(0, 40);
+    await (
+      await run(t.db, file('pool-first.csv', registrarCsv(first)), { mergeLanes: 2, mergeChunk: 4 })
+    ).done();
+    // New companies and renames: both reserve labels outside the chunk's transaction.
+    const next = [
+      ...first.map((r, i) => (i % 3 === 0 ? { ...r, CompanyName: `${r.CompanyName} RENAMED ${i}` } : r)),
+      ...Array.from({ length: 160 }, (_, i) => registrarFields(num(500 + i), `NEW COMPANY ${i} LTD`)),
+    ];
+    const source = file('pool-next.csv', registrarCsv(next));
+    const pool = createDb(t.url, {
+      max,
+      connectionTimeoutMillis: 2_000,
+      applicationName: 'bizdir-test-pool',
+    });
+    try {
+      const reimport = await run(pool.db, source, { mergeLanes: 2, mergeChunk: 4 });
+      const locked = await withIndexerLock(pool.db, true, () => reimport.done());
+      return { locked, run: await getRun(t.db, reimport.id) };
+    } finally {
+      await pool.close();
+    }
+  };
+
+  it('re-imports while the index sync holds its lock, with the pool the worker is given', async () => {
+    expect(workerPoolSize(1)).toBeGreaterThanOrEqual(IMPORT_JOB_CONNECTIONS + INDEX_JOB_CONNECTIONS);
+    const { locked, run: done } = await reimportBesideSync(workerPoolSize(1));
+    expect(locked.locked).toBe(true);
+    expect(done?.status).toBe('succeeded');
+    expect(counts(done!)).toEqual([200, 160, 14, 26, 0]);
   });
 });
 

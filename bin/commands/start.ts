@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.js';
 import { DASHBOARD_PATH } from '../../api/ops/ops.plugin.js';
 import { openProducerQueue } from '../../jobs/queue.js';
-import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
+import { createWorkerDeps, startWorkers, workerPoolSize } from '../../jobs/worker.js';
 import type { Config } from '../../shared/config.js';
 import { createDb, ensureDatabase, migrateToLatest } from '../../shared/db.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
@@ -100,7 +100,10 @@ async function runStart(opts: StartOptions): Promise<void> {
     });
     const databaseUrl = config.databaseUrl ?? '';
     await ensureDatabase(databaseUrl);
-    const dbHandle = createDb(databaseUrl, { max: 10, applicationName: 'bizdir-start' });
+    const dbHandle = createDb(databaseUrl, {
+      max: workerPoolSize(1),
+      applicationName: 'bizdir-start',
+    });
     closers.push({ name: 'database pool', close: () => dbHandle.close() });
     await migrateToLatest(dbHandle.db, (line) => log.info(line));
 

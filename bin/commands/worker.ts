@@ -1,6 +1,6 @@
 import v8 from 'node:v8';
 import type { Command } from 'commander';
-import { createWorkerDeps, startWorkers } from '../../jobs/worker.js';
+import { createWorkerDeps, startWorkers, workerPoolSize } from '../../jobs/worker.js';
 import { createDb } from '../../shared/db.js';
 import { createLogger } from '../../shared/logger.js';
 import { reportPgOutages, reportRedisOutages } from '../../shared/outage.js';
@@ -90,7 +90,7 @@ export function registerWorker(program: Command): void {
       boundHeapGrowth();
       const logger = createLogger(config, { role: 'worker' });
       const dbHandle = createDb(databaseUrlOf(config), {
-        max: opts.concurrency * 2 + 2,
+        max: workerPoolSize(opts.concurrency, queues),
         applicationName: 'bizdir-worker',
       });
       const connection = createRedis(redisUrlOf(config), 'worker');
