@@ -30,7 +30,7 @@ import {
 } from './memory-cap.js';
 import { prng } from './org-names.js';
 import { MemoryWatch, memory } from './process-memory.js';
-import { describeNames, generateRegister } from './register/generate.js';
+import { describeNames, generateNextMonth, generateRegister } from './register/generate.js';
 import { coined } from './register/names.js';
 
 /**
@@ -38,7 +38,7 @@ import { coined } from './register/names.js';
  *
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--pg-queries N] [--skip-rebuild]
  *                             [--skip-plain] [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB] [--prewarm]
- *                             [--mix-passes N] [--mix-during-rebuild]
+ *                             [--mix-passes N] [--mix-during-rebuild] [--next-month]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -67,6 +67,10 @@ import { coined } from './register/names.js';
  * `--mix-during-rebuild` runs the rebuild step as `bizdir reindex --wait` (a process of its own, the
  * live index serving), asks the mix over and over meanwhile, and reports what an API user sees:
  * latency, 503s and totals, against the same brute force (e.g. to compare indexing threads).
+ * `--next-month` then imports the same register a month later (companies gone, new, renamed,
+ * moved, refiled: bench/register/generate.ts generateNextMonth) with `--full`, as a data engineer
+ * does every month, and reports the import, when the index has caught up (it follows the import's
+ * commits), and the mix again with every total against the month's own brute force.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -97,12 +101,18 @@ const PG_QUERIES = opt('pg-queries', Number.POSITIVE_INFINITY);
 if (PG_QUERIES === 0) throw new Error('--pg-queries: expected 1 or more (or --skip-pg)');
 if (flag('mix-during-rebuild') && flag('skip-rebuild'))
   throw new Error('--mix-during-rebuild: asks the mix while the rebuild step runs; drop --skip-rebuild');
+/** `--next-month`: then the register a month later, imported with `--full` (see generateNextMonth). */
+const NEXT_MONTH = flag('next-month');
 const REUSE = (() => {
   const i = args.indexOf('--reuse');
   return i >= 0 ? args[i + 1] : undefined;
 })();
 if (REUSE !== undefined && !/^[0-9a-z_]+$/.test(REUSE)) throw new Error(`--reuse: not a run tag: ${REUSE}`);
 const KEEP = flag('keep') || REUSE !== undefined;
+if (NEXT_MONTH && REUSE !== undefined)
+  throw new Error(
+    '--next-month: imports the next month into the run; a kept run (--reuse) would no longer match its names',
+  );
 const MEILI_MEMORY = (() => {
   const i = args.indexOf('--meili-memory');
   return i >= 0 ? parseBytes(args[i + 1] ?? '') : undefined;
@@ -538,7 +548,7 @@ async function main() {
     // The mix, with every total against brute force over the generated names. Brute force first, so
     // its scans of millions of names (and their garbage) fall outside the timings.
     const mix = queryMix(names, QUERIES);
-    const truth = bruteForceTotals(names, mix);
+    let truth = bruteForceTotals(names, mix);
     // Nothing below needs the names. Without them this process's heap is small again, and so is the
     // collector's marking, which walks what is live: with them (about 900 MB at 5.7M) one marking
     // ran 330 ms of steps in the middle of the timed requests.
@@ -888,6 +898,55 @@ async function main() {
         `p50 ${pct(pgLat, 50).toFixed(1)} ms, p99 ${pct(pgLat, 99).toFixed(1)} ms, max ${pgLat[pgLat.length - 1]!.toFixed(1)} ms; the API on the same queries p99 ${apiSameP99.toFixed(1)} ms: ${(pct(pgLat, 99) / apiSameP99).toFixed(1)}x faster at p99`,
       );
     }
+    if (NEXT_MONTH) {
+      // The register a month later (bench/register/generate.ts generateNextMonth), imported as the
+      // full snapshot it is, with the index following the import's commits as it does every month.
+      phase = 'next month';
+      const genStarted = Date.now();
+      const month = await generateNextMonth(reg, PARTS);
+      const c = month.counts;
+      report(
+        'next month',
+        `${c.rows} rows: ${c.gone} companies gone, ${c.added} new, ${c.renamed} renamed, ${c.moved} moved, ${c.confirmed} with only kept-out columns changed (generated/cached in ${s(Date.now() - genStarted)} s)`,
+      );
+      const afterNames = readFileSync(month.namesAfterFile, 'utf8').split('\n').filter(Boolean);
+      truth = bruteForceTotals(afterNames, mix);
+      afterNames.length = 0;
+      t = Date.now();
+      const code = await waitExit(bizdir(['import', 'registrar', ...month.files, '--full', '--wait'], env));
+      if (code !== 0) throw new Error(`next month's import exited ${code}`);
+      const monthMs = Date.now() - t;
+      const readMs = await partsReadMs(db);
+      const { rows } = await sql<
+        Record<'inserted' | 'updated' | 'unchanged' | 'rejected' | 'closed', number>
+      >`
+        select inserted, updated, unchanged, rejected, closed from import_runs order by id desc limit 1`.execute(
+        db,
+      );
+      const r = rows[0]!;
+      figures.nextMonthImportS = monthMs / 1000;
+      report(
+        'next month: import (--full)',
+        `${s(monthMs)} s, ${Math.round(c.rows / (monthMs / 1000))} rows/s (read + stage ${s(readMs)} s, merge + settle ${s(monthMs - readMs)} s): ${r.inserted} inserted, ${r.updated} updated, ${r.unchanged} unchanged, ${r.rejected} rejected, ${r.closed} marked gone`,
+      );
+      const expected = ORGS + c.added;
+      for (;;) {
+        const pending = await pendingChanges(db);
+        const stats = await meili.index(INDEX).getStats();
+        if (pending === 0 && !stats.isIndexing && stats.numberOfDocuments === expected) break;
+        if (Date.now() - t > 3 * 3600_000) throw new Error('next month: not searchable after 3 hours');
+        await sleep(1000);
+      }
+      figures.nextMonthSearchableS = (Date.now() - t) / 1000;
+      report(
+        'next month: searchable',
+        `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - monthMs)} s after it ended)`,
+      );
+      const month1 = await runMix('next month: API search (mix)');
+      figures.nextMonthP99Ms = pct(month1.lat, 99);
+      figures.totalsWrong += month1.wrong;
+    }
+
     console.log('\n| measure | figure |\n|---|---|');
     for (const [k, v] of results) console.log(`| ${k} | ${v} |`);
     console.log(JSON.stringify({ registerBench: figures }, null, 2));

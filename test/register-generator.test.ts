@@ -21,3 +21,75 @@ describe('bench register generator: company numbers', () => {
     }
   });
 });
+
+describe('bench register generator: the next month', () => {
+  it('drops, adds, renames and moves the companies it says, and names every Org once the month is imported', async () => {
+    const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const path = await import('node:path');
+    const Papa = (await import('papaparse')).default;
+    const { generateNextMonth, generateRegister, isGone } = await import('../bench/register/generate.js');
+    const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-next-month-'));
+    try {
+      const orgs = 3_000;
+      const reg = await generateRegister({ orgs, parts: 3, dir });
+      const month = await generateNextMonth(reg, 3);
+      const before = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
+      const after = readFileSync(month.namesAfterFile, 'utf8').split('\n').filter(Boolean);
+      const rows = month.files.flatMap((f) => {
+        const parsed = Papa.parse<Record<string, string>>(readFileSync(f, 'utf8').trim(), {
+          header: true,
+          transformHeader: (h) => h.trim(),
+        });
+        expect(parsed.errors).toEqual([]);
+        return parsed.data;
+      });
+      const { counts } = month;
+      expect(counts.gone).toBe(30);
+      expect(counts.added).toBe(36);
+      expect(rows.length).toBe(counts.rows);
+      expect(counts.rows).toBe(orgs - counts.gone + counts.added);
+      expect(after.length).toBe(orgs + counts.added);
+      expect(new Set(after).size).toBe(after.length);
+      const byNumber = new Map(rows.map((r) => [r.CompanyNumber!, r]));
+      let renamed = 0;
+      let moved = 0;
+      const original = new Map(
+        (
+          await Promise.all(
+            reg.files.map(
+              async (f) =>
+                Papa.parse<Record<string, string>>(readFileSync(f, 'utf8').trim(), {
+                  header: true,
+                  transformHeader: (h) => h.trim(),
+                }).data,
+            ),
+          )
+        )
+          .flat()
+          .map((r) => [r.CompanyNumber!, r]),
+      );
+      for (let i = 1; i <= orgs + counts.added; i++) {
+        const row = byNumber.get(companyNumber(i));
+        if (i <= orgs && isGone(i)) {
+          expect(row, `${i} is gone`).toBeUndefined();
+          expect(after[i - 1]).toBe(before[i - 1]);
+          continue;
+        }
+        expect(row?.CompanyName, `row ${i}`).toBe(after[i - 1]);
+        if (i > orgs) continue;
+        if (after[i - 1] !== before[i - 1]) renamed++;
+        if (row!['RegAddress.AddressLine1'] !== original.get(companyNumber(i))!['RegAddress.AddressLine1'])
+          moved++;
+      }
+      expect(renamed).toBe(counts.renamed);
+      expect(renamed).toBeGreaterThan(0);
+      expect(moved).toBe(counts.moved);
+      expect(moved).toBeGreaterThan(0);
+      // Cached: a second call reads what the first wrote.
+      expect((await generateNextMonth(reg, 3)).counts).toEqual(counts);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -62,10 +62,23 @@ export function companyNumber(i: number): string {
   return prefix + String(Math.floor(i / PREFIXES.length)).padStart(6, '0');
 }
 
-function row(i: number, name: string): string {
+/** How a company's row differs in the next month's file (generateNextMonth). */
+interface RowChange {
+  /** A new registered office. */
+  moved?: boolean;
+  /** A confirmation statement filed: its two dates move on a year (columns the import does not keep). */
+  confirmed?: boolean;
+}
+
+function row(i: number, name: string, change: RowChange = {}): string {
   return registrarLine(
     registrarFields(companyNumber(i), name, {
-      'RegAddress.AddressLine1': `${(i % 240) + 1} ${STREETS[i % STREETS.length]}`,
+      'RegAddress.AddressLine1': change.moved
+        ? `${(i % 97) + 2} ${STREETS[(i + 3) % STREETS.length]} WEST`
+        : `${(i % 240) + 1} ${STREETS[i % STREETS.length]}`,
+      ...(change.confirmed
+        ? { ConfStmtNextDueDate: '28/03/2027', ConfStmtLastMadeUpDate: '14/03/2026' }
+        : {}),
       'RegAddress.AddressLine2': i % 3 === 0 ? `UNIT ${i % 40}` : '',
       'RegAddress.PostTown': TOWNS[(i >> 2) % TOWNS.length]!,
       'RegAddress.PostCode': `${String.fromCharCode(65 + (i % 26))}${String.fromCharCode(65 + ((i >> 5) % 26))}${i % 99} ${i % 9}${String.fromCharCode(65 + ((i >> 3) % 26))}${String.fromCharCode(65 + ((i >> 7) % 26))}`,
@@ -128,6 +141,104 @@ export async function generateRegister(opts: {
   renameSync(`${namesFile}.tmp`, namesFile);
   writeFileSync(done, String(opts.orgs));
   return { dir, files, namesFile, orgs: opts.orgs };
+}
+
+/**
+ * The same register a month later, as the registrar publishes it (the whole snapshot again, in as
+ * many parts): about 1 % of the companies gone (dissolved), 1.2 % new ones (new numbers after the
+ * last, new names), 0.14 % renamed, 2 % with a new registered office, and 8.3 % whose confirmation
+ * statement dates moved on (columns the import reads but does not keep, so those rows are changed
+ * text with unchanged content). Rates chosen to be of the size of the real register's monthly
+ * churn (about 60-70K incorporations and 50-60K dissolutions a month on 5.7M companies). Beside the
+ * files, `names-after.txt`: every Org's name once the month is imported, gone ones included (a
+ * company that left the register is kept and stays searchable), in company-number order.
+ */
+export interface NextMonth {
+  files: string[];
+  namesAfterFile: string;
+  counts: { rows: number; gone: number; added: number; renamed: number; moved: number; confirmed: number };
+}
+
+export const isGone = (i: number) => i % 100 === 37;
+const isRenamed = (i: number) => i % 700 === 11;
+const isMoved = (i: number) => i % 50 === 3;
+const isConfirmed = (i: number) => i % 12 === 5;
+
+export async function generateNextMonth(reg: Register, parts: number): Promise<NextMonth> {
+  const dir = path.join(reg.dir, 'next-month');
+  const files = Array.from({ length: parts }, (_, p) =>
+    path.join(
+      dir,
+      parts === 1
+        ? 'BasicCompanyData-2026-12-01.csv'
+        : `BasicCompanyData-2026-12-01-part${p + 1}_${parts}.csv`,
+    ),
+  );
+  const namesAfterFile = path.join(dir, 'names-after.txt');
+  const countsFile = path.join(dir, 'complete');
+  if (existsSync(countsFile))
+    return {
+      files,
+      namesAfterFile,
+      counts: JSON.parse(readFileSync(countsFile, 'utf8')) as NextMonth['counts'],
+    };
+  mkdirSync(dir, { recursive: true });
+  const before = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
+  if (before.length !== reg.orgs)
+    throw new Error(`${reg.namesFile}: ${before.length} names for ${reg.orgs} Orgs`);
+  // New names from another seed over the same vocabulary, none equal to a name already registered.
+  const gen = new NameGenerator(2, reg.orgs);
+  gen.avoid(before);
+  const added = Math.ceil(reg.orgs * 0.012);
+  const after = [...before];
+  const counts = { rows: 0, gone: 0, added, renamed: 0, moved: 0, confirmed: 0 };
+  // The names first (renames, then the new companies: the generator's order), then the rows, streamed.
+  for (let i = 1; i <= reg.orgs; i++) {
+    if (isGone(i)) counts.gone++;
+    else if (isRenamed(i)) {
+      after[i - 1] = gen.next();
+      counts.renamed++;
+    }
+  }
+  for (let k = 0; k < added; k++) after.push(gen.next());
+  counts.rows = reg.orgs - counts.gone + added;
+  const perPart = Math.ceil(counts.rows / parts);
+  let part = -1;
+  let inPart = perPart;
+  let out: ReturnType<typeof createWriteStream> | undefined;
+  let chunk: string[] = [];
+  const flush = async () => {
+    if (chunk.length > 0 && !out!.write(`${chunk.join('\n')}\n`)) await once(out!, 'drain');
+    chunk = [];
+  };
+  const close = async () => {
+    if (!out) return;
+    await flush();
+    out.end();
+    await once(out, 'finish');
+    renameSync(`${files[part]!}.tmp`, files[part]!);
+  };
+  for (let i = 1; i <= reg.orgs + added; i++) {
+    if (i <= reg.orgs && isGone(i)) continue;
+    if (inPart === perPart) {
+      await close();
+      part++;
+      inPart = 0;
+      out = createWriteStream(`${files[part]!}.tmp`, { highWaterMark: 1 << 20 });
+      out.write(`${REGISTRAR_HEADER_LINE}\n`);
+    }
+    const change = i <= reg.orgs ? { moved: isMoved(i), confirmed: isConfirmed(i) } : {};
+    if (change.moved) counts.moved++;
+    if (change.confirmed) counts.confirmed++;
+    chunk.push(row(i, after[i - 1]!, change));
+    inPart++;
+    if (chunk.length === 2000) await flush();
+  }
+  await close();
+  writeFileSync(`${namesAfterFile}.tmp`, `${after.join('\n')}\n`);
+  renameSync(`${namesAfterFile}.tmp`, namesAfterFile);
+  writeFileSync(countsFile, JSON.stringify(counts));
+  return { files, namesAfterFile, counts };
 }
 
 /** Distinct words and mean length of the generated names (printed by the benchmark). */

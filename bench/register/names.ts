@@ -94,6 +94,11 @@ export class NameGenerator {
     return `${brand} ${this.coinedWord()} ${suffix}`;
   }
 
+  /** Names this generator must not give (a register's names, for the companies added to it later). */
+  avoid(names: Iterable<string>): void {
+    for (const name of names) this.seen.add(name);
+  }
+
   next(): string {
     const name = this.shape().replace(/\s+/g, ' ').trim();
     if (!this.seen.has(name)) {
