@@ -913,6 +913,7 @@ async function main() {
       truth = bruteForceTotals(afterNames, mix);
       afterNames.length = 0;
       t = Date.now();
+      const monthStarted = t;
       const code = await waitExit(bizdir(['import', 'registrar', ...month.files, '--full', '--wait'], env));
       if (code !== 0) throw new Error(`next month's import exited ${code}`);
       const monthMs = Date.now() - t;
@@ -942,8 +943,16 @@ async function main() {
         'next month: searchable',
         `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - monthMs)} s after it ended)`,
       );
+      const monthStats = await meili.getStats();
+      const monthDisk = allocatedBytes(MEILI_DB);
+      report(
+        'next month: index size',
+        `${mb(monthDisk)} MiB on disk, ${(monthDisk / expected).toFixed(0)} B/Org (used ${(monthStats.usedDatabaseSize / expected).toFixed(0)} B/Org)`,
+      );
       const month1 = await runMix('next month: API search (mix)');
       figures.nextMonthP99Ms = pct(month1.lat, 99);
+      console.log('  the next month in Meilisearch (its import, sync and mix):');
+      await printBatches(meili, monthStarted);
       figures.totalsWrong += month1.wrong;
     }
 
