@@ -38,7 +38,7 @@ import { coined } from './register/names.js';
  *
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--pg-queries N] [--skip-rebuild]
  *                             [--skip-plain] [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB] [--prewarm]
- *                             [--mix-passes N] [--mix-during-rebuild] [--next-month]
+ *                             [--mix-passes N] [--mix-during-rebuild] [--next-month [--month-back]]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -71,6 +71,8 @@ import { coined } from './register/names.js';
  * moved, refiled: bench/register/generate.ts generateNextMonth) with `--full`, as a data engineer
  * does every month, and reports the import, when the index has caught up (it follows the import's
  * commits), and the mix again with every total against the month's own brute force.
+ * `--month-back` then imports the first month's files once more (a second month of the same size,
+ * undoing the first), to see whether the index's file grows again or reuses what the first freed.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -103,6 +105,9 @@ if (flag('mix-during-rebuild') && flag('skip-rebuild'))
   throw new Error('--mix-during-rebuild: asks the mix while the rebuild step runs; drop --skip-rebuild');
 /** `--next-month`: then the register a month later, imported with `--full` (see generateNextMonth). */
 const NEXT_MONTH = flag('next-month');
+/** `--month-back` (with --next-month): one more month, the first month's files again (see monthStep). */
+const MONTH_BACK = flag('month-back');
+if (MONTH_BACK && !NEXT_MONTH) throw new Error('--month-back: follows --next-month; give both');
 const REUSE = (() => {
   const i = args.indexOf('--reuse');
   return i >= 0 ? args[i + 1] : undefined;
@@ -898,6 +903,63 @@ async function main() {
         `p50 ${pct(pgLat, 50).toFixed(1)} ms, p99 ${pct(pgLat, 99).toFixed(1)} ms, max ${pgLat[pgLat.length - 1]!.toFixed(1)} ms; the API on the same queries p99 ${apiSameP99.toFixed(1)} ms: ${(pct(pgLat, 99) / apiSameP99).toFixed(1)}x faster at p99`,
       );
     }
+    /**
+     * One month's snapshot imported with `--full` beside the index sync (see --next-month): the
+     * import and its counts, when the index has caught up, its size, and the mix against `names`.
+     */
+    const monthStep = async (
+      label: string,
+      files: string[],
+      names: string[],
+      expected: number,
+      rowCount: number,
+    ) => {
+      truth = bruteForceTotals(names, mix);
+      t = Date.now();
+      const monthStarted = t;
+      const code = await waitExit(bizdir(['import', 'registrar', ...files, '--full', '--wait'], env));
+      if (code !== 0) throw new Error(`${label}: the import exited ${code}`);
+      const monthMs = Date.now() - t;
+      const readMs = await partsReadMs(db);
+      const { rows } = await sql<
+        Record<'inserted' | 'updated' | 'unchanged' | 'rejected' | 'closed', number>
+      >`
+        select inserted, updated, unchanged, rejected, closed from import_runs order by id desc limit 1`.execute(
+        db,
+      );
+      const r = rows[0]!;
+      report(
+        `${label}: import (--full)`,
+        `${s(monthMs)} s, ${Math.round(rowCount / (monthMs / 1000))} rows/s (read + stage ${s(readMs)} s, merge + settle ${s(monthMs - readMs)} s): ${r.inserted} inserted, ${r.updated} updated, ${r.unchanged} unchanged, ${r.rejected} rejected, ${r.closed} marked gone`,
+      );
+      for (;;) {
+        const pending = await pendingChanges(db);
+        const stats = await meili.index(INDEX).getStats();
+        if (pending === 0 && !stats.isIndexing && stats.numberOfDocuments === expected) break;
+        if (Date.now() - t > 3 * 3600_000) throw new Error(`${label}: not searchable after 3 hours`);
+        await sleep(1000);
+      }
+      report(
+        `${label}: searchable`,
+        `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - monthMs)} s after it ended)`,
+      );
+      const monthStats = await meili.getStats();
+      const monthDisk = allocatedBytes(MEILI_DB);
+      report(
+        `${label}: index size`,
+        `${mb(monthDisk)} MiB on disk, ${(monthDisk / expected).toFixed(0)} B/Org (used ${(monthStats.usedDatabaseSize / expected).toFixed(0)} B/Org)`,
+      );
+      for (let pass = 1; pass <= MIX_PASSES; pass++) {
+        const again = await runMix(
+          pass === 1
+            ? `${label}: API search (mix)`
+            : `${label}: API search (mix, pass ${pass}, the same processes)`,
+        );
+        figures.totalsWrong = (figures.totalsWrong ?? 0) + again.wrong;
+      }
+      console.log(`  ${label} in Meilisearch (its import, sync and mix):`);
+      await printBatches(meili, monthStarted);
+    };
     if (NEXT_MONTH) {
       // The register a month later (bench/register/generate.ts generateNextMonth), imported as the
       // full snapshot it is, with the index following the import's commits as it does every month.
@@ -910,55 +972,24 @@ async function main() {
         `${c.rows} rows: ${c.gone} companies gone, ${c.added} new, ${c.renamed} renamed, ${c.moved} moved, ${c.confirmed} with only kept-out columns changed (generated/cached in ${s(Date.now() - genStarted)} s)`,
       );
       const afterNames = readFileSync(month.namesAfterFile, 'utf8').split('\n').filter(Boolean);
-      truth = bruteForceTotals(afterNames, mix);
+      const addedNames = afterNames.slice(ORGS);
+      await monthStep('next month', month.files, afterNames, ORGS + c.added, c.rows);
       afterNames.length = 0;
-      t = Date.now();
-      const monthStarted = t;
-      const code = await waitExit(bizdir(['import', 'registrar', ...month.files, '--full', '--wait'], env));
-      if (code !== 0) throw new Error(`next month's import exited ${code}`);
-      const monthMs = Date.now() - t;
-      const readMs = await partsReadMs(db);
-      const { rows } = await sql<
-        Record<'inserted' | 'updated' | 'unchanged' | 'rejected' | 'closed', number>
-      >`
-        select inserted, updated, unchanged, rejected, closed from import_runs order by id desc limit 1`.execute(
-        db,
-      );
-      const r = rows[0]!;
-      figures.nextMonthImportS = monthMs / 1000;
-      report(
-        'next month: import (--full)',
-        `${s(monthMs)} s, ${Math.round(c.rows / (monthMs / 1000))} rows/s (read + stage ${s(readMs)} s, merge + settle ${s(monthMs - readMs)} s): ${r.inserted} inserted, ${r.updated} updated, ${r.unchanged} unchanged, ${r.rejected} rejected, ${r.closed} marked gone`,
-      );
-      const expected = ORGS + c.added;
-      for (;;) {
-        const pending = await pendingChanges(db);
-        const stats = await meili.index(INDEX).getStats();
-        if (pending === 0 && !stats.isIndexing && stats.numberOfDocuments === expected) break;
-        if (Date.now() - t > 3 * 3600_000) throw new Error('next month: not searchable after 3 hours');
-        await sleep(1000);
+      if (MONTH_BACK) {
+        // One more month of the same size: the first month's files again. The gone companies come
+        // back, the renamed and moved ones return to what they were, the new ones are missing (marked
+        // gone, still searchable). Whether the index's file grows again by as much, or reuses the
+        // pages the first month's sync freed, is what this month is for.
+        phase = 'month after';
+        const names = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
+        await monthStep(
+          'month after (the first files again)',
+          reg.files,
+          [...names, ...addedNames],
+          ORGS + c.added,
+          ORGS,
+        );
       }
-      figures.nextMonthSearchableS = (Date.now() - t) / 1000;
-      report(
-        'next month: searchable',
-        `${s(Date.now() - t)} s after the import started (${s(Date.now() - t - monthMs)} s after it ended)`,
-      );
-      const monthStats = await meili.getStats();
-      const monthDisk = allocatedBytes(MEILI_DB);
-      report(
-        'next month: index size',
-        `${mb(monthDisk)} MiB on disk, ${(monthDisk / expected).toFixed(0)} B/Org (used ${(monthStats.usedDatabaseSize / expected).toFixed(0)} B/Org)`,
-      );
-      const month1 = await runMix('next month: API search (mix)');
-      figures.nextMonthP99Ms = pct(month1.lat, 99);
-      for (let pass = 2; pass <= MIX_PASSES; pass++) {
-        const again = await runMix(`next month: API search (mix, pass ${pass}, the same processes)`);
-        figures[`nextMonthPass${pass}P99Ms`] = pct(again.lat, 99);
-        figures.totalsWrong += again.wrong;
-      }
-      console.log('  the next month in Meilisearch (its import, sync and mix):');
-      await printBatches(meili, monthStarted);
-      figures.totalsWrong += month1.wrong;
     }
 
     console.log('\n| measure | figure |\n|---|---|');
