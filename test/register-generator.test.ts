@@ -1,5 +1,9 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
-import { companyNumber } from '../bench/register/generate.js';
+import { companyNumber, generateNextMonth, generateRegister, isGone } from '../bench/register/generate.js';
 import { normalizeCompanyNumber } from '../ingest/registrar/registrar.normalize.js';
 
 describe('bench register generator: company numbers', () => {
@@ -22,13 +26,18 @@ describe('bench register generator: company numbers', () => {
   });
 });
 
+/** A generated file's rows by column (the register's header has spaces after its commas). */
+function readRows(file: string): Record<string, string>[] {
+  const parsed = Papa.parse<Record<string, string>>(readFileSync(file, 'utf8').trim(), {
+    header: true,
+    transformHeader: (h) => h.trim(),
+  });
+  expect(parsed.errors).toEqual([]);
+  return parsed.data;
+}
+
 describe('bench register generator: the next month', () => {
   it('drops, adds, renames and moves the companies it says, and names every Org once the month is imported', async () => {
-    const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const path = await import('node:path');
-    const Papa = (await import('papaparse')).default;
-    const { generateNextMonth, generateRegister, isGone } = await import('../bench/register/generate.js');
     const dir = mkdtempSync(path.join(tmpdir(), 'bizdir-next-month-'));
     try {
       const orgs = 3_000;
@@ -36,14 +45,7 @@ describe('bench register generator: the next month', () => {
       const month = await generateNextMonth(reg, 3);
       const before = readFileSync(reg.namesFile, 'utf8').split('\n').filter(Boolean);
       const after = readFileSync(month.namesAfterFile, 'utf8').split('\n').filter(Boolean);
-      const rows = month.files.flatMap((f) => {
-        const parsed = Papa.parse<Record<string, string>>(readFileSync(f, 'utf8').trim(), {
-          header: true,
-          transformHeader: (h) => h.trim(),
-        });
-        expect(parsed.errors).toEqual([]);
-        return parsed.data;
-      });
+      const rows = month.files.flatMap(readRows);
       const { counts } = month;
       expect(counts.gone).toBe(30);
       expect(counts.added).toBe(36);
@@ -54,21 +56,7 @@ describe('bench register generator: the next month', () => {
       const byNumber = new Map(rows.map((r) => [r.CompanyNumber!, r]));
       let renamed = 0;
       let moved = 0;
-      const original = new Map(
-        (
-          await Promise.all(
-            reg.files.map(
-              async (f) =>
-                Papa.parse<Record<string, string>>(readFileSync(f, 'utf8').trim(), {
-                  header: true,
-                  transformHeader: (h) => h.trim(),
-                }).data,
-            ),
-          )
-        )
-          .flat()
-          .map((r) => [r.CompanyNumber!, r]),
-      );
+      const original = new Map(reg.files.flatMap(readRows).map((r) => [r.CompanyNumber!, r]));
       for (let i = 1; i <= orgs + counts.added; i++) {
         const row = byNumber.get(companyNumber(i));
         if (i <= orgs && isGone(i)) {
