@@ -49,7 +49,7 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       .updateProgress({ done, total })
       .catch((err: unknown) => deps.logger.debug({ err, done, total }, 'rebuild progress not recorded'));
   };
-  const run = async (job: IndexJob) => {
+  const run = async (job: IndexJob, signal: AbortSignal | undefined) => {
     if (!settingsApplied) {
       await ensureOrgIndex(meili, indexUid);
       settingsApplied = true;
@@ -61,6 +61,7 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
         {
           sync,
           onProgress: progressOf(job),
+          ...(signal ? { signal } : {}),
         },
       );
       deps.logger.info({ ...result }, 'search index rebuilt');
@@ -84,7 +85,7 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       const follow = plan.action === 'wait' ? { follow: () => importWriting(deps.db) } : {};
       const rebuilt = await rebuildForBacklog(
         { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
-        { onProgress: progressOf(job), ...follow },
+        { onProgress: progressOf(job), ...follow, ...(signal ? { signal } : {}) },
       );
       if (rebuilt.ran)
         deps.logger.info({ reason: job.data.reason, ...rebuilt }, 'search index rebuilt to catch up');
@@ -94,15 +95,16 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       { db: deps.db, meili, indexUid },
       {
         keepGoing: async () =>
+          !signal?.aborted &&
           (await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog)).action === 'sync',
       },
     );
     if (result.batches > 0) deps.logger.info({ reason: job.data.reason, ...result }, 'search index updated');
     return result;
   };
-  return async (job) => {
+  return async (job, _token, signal) => {
     try {
-      const result = await run(job);
+      const result = await run(job, signal);
       meiliOutage.up();
       return result;
     } catch (error) {

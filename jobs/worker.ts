@@ -26,8 +26,11 @@ export interface WorkerOptions {
 export interface RunningWorkers {
   queues: QueueName[];
   workers: { close(force?: boolean): Promise<void> }[];
-  /** Lets running jobs finish for up to `timeoutMs`, then stops them (they are retried elsewhere). */
-  close(timeoutMs?: number): Promise<void>;
+  /**
+   * Lets running jobs finish for up to `timeoutMs`, then stops them (they are retried elsewhere);
+   * 'timeout' when some job was still running at the deadline.
+   */
+  close(timeoutMs?: number): Promise<'closed' | 'timeout'>;
 }
 
 const CONNECTIONS_PER_JOB: Record<QueueName, number> = {
@@ -116,7 +119,12 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
   return {
     queues,
     workers,
-    async close(timeoutMs = 30_000) {
+    /**
+     * 'closed' when every job ended within `timeoutMs`; 'timeout' when some did not: they are left
+     * running, and may hold pooled connections, so the caller must not wait for the pool to drain
+     * without a bound.
+     */
+    async close(timeoutMs = 30_000): Promise<'closed' | 'timeout'> {
       await reconciler?.stop();
       await indexOnChange?.stop();
       // Shutdown: aborts the processors' signals, so an import stops after the batch it is
@@ -130,9 +138,12 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
       const outcome = await Promise.race([graceful.then(() => 'closed' as const), deadline]);
       clearTimeout(timer);
       if (outcome === 'timeout') {
-        deps.logger.warn({ timeoutMs }, 'jobs still running at the shutdown deadline; stopping them');
-        await Promise.all(workers.map((w) => w.close(true)));
+        // Not `close(true)`: BullMQ answers a second close with the first one's promise, which waits
+        // for the jobs. The caller exits instead (bin/commands/worker.ts); the jobs' locks then lapse
+        // and another worker retries them.
+        deps.logger.warn({ timeoutMs }, 'jobs still running at the shutdown deadline; leaving them');
       }
+      return outcome;
     },
   };
 }

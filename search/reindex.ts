@@ -42,7 +42,49 @@ export interface ReindexOptions {
    * the rebuild runs, for when the rebuild occupies the worker that would otherwise do it.
    */
   sync?: () => Promise<unknown>;
+  /**
+   * Aborted when the worker shuts down (or `bizdir reindex --wait` is interrupted): the build stops at
+   * its next step or wait, its Meilisearch tasks are canceled and its half-built index dropped, and
+   * RebuildStopped is thrown. The live index and the outbox stay as they were; the next rebuild
+   * starts over.
+   */
+  signal?: AbortSignal;
 }
+
+/** A rebuild stopped by its signal (see ReindexOptions.signal): nothing was swapped in. */
+export class RebuildStopped extends Error {
+  constructor() {
+    super('search index rebuild stopped before the swap: the live index is unchanged');
+    this.name = 'RebuildStopped';
+  }
+}
+
+/** `work`, unless the signal aborts first: then RebuildStopped (what `work` does afterwards is dropped). */
+function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) {
+    work.catch(() => {});
+    return Promise.reject(new RebuildStopped());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new RebuildStopped());
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+const checkStopped = (signal: AbortSignal | undefined) => {
+  if (signal?.aborted) throw new RebuildStopped();
+};
 
 export interface ReindexResult {
   target: string;
@@ -99,8 +141,10 @@ async function bulkLoad(
       .orderBy('id')
       .limit(limit)
       .execute();
+  const { signal } = options;
   try {
     for (;;) {
+      checkStopped(signal);
       // The task's first page is read before it is posted: no Orgs left, no task.
       let rows = await page(lastId, Math.min(pageSize, chunk));
       if (rows.length === 0) break;
@@ -121,16 +165,17 @@ async function bulkLoad(
       // Awaited below (depth-limited, then all), which throws its failure.
       inFlight.push(observeLater(taskSucceeded(deps.meili, taskUid)));
       done += inTask;
-      if (inFlight.length >= depth) await inFlight.shift();
+      if (inFlight.length >= depth) await unlessStopped(inFlight.shift()!, signal);
       options.onProgress?.(done, Math.max(total.n, done));
       if (options.sync && Date.now() - lastSync > 2_000) {
         await options.sync();
         lastSync = Date.now();
       }
     }
-    await Promise.all(inFlight);
+    await unlessStopped(Promise.all(inFlight), signal);
   } finally {
-    await Promise.allSettled(inFlight);
+    // Stopped: the tasks still in flight are canceled by the caller (dropFailedBuild), not waited for.
+    if (!signal?.aborted) await Promise.allSettled(inFlight);
   }
   return done;
 }
@@ -150,21 +195,23 @@ async function followOutbox(
   target: string,
   covered: Set<number>,
   writing: () => Promise<boolean>,
-  options: Pick<ReindexOptions, 'chunk' | 'depth'>,
+  options: Pick<ReindexOptions, 'chunk' | 'depth' | 'signal'>,
 ): Promise<number> {
+  const { signal } = options;
   const chunk = options.chunk ?? FOLLOW_CHUNK;
   const depth = options.depth ?? BULK_DEPTH;
   const inFlight: Promise<unknown>[] = [];
   let posted = 0;
   try {
     for (;;) {
+      checkStopped(signal);
       // Asked before reading: when it says the writers stopped, this read sees all they wrote.
       const still = await writing();
       const seqs = await deps.db.selectFrom('search_outbox').select('seq').execute();
       const fresh = seqs.map((r) => Number(r.seq)).filter((seq) => !covered.has(seq));
       if (fresh.length === 0) {
         if (!still) break;
-        await sleep(FOLLOW_POLL_MS);
+        await unlessStopped(sleep(FOLLOW_POLL_MS), signal);
         continue;
       }
       const rows = await deps.db
@@ -177,16 +224,17 @@ async function followOutbox(
         const { rows: orgRows, gone } = await readOrgRows(deps.db, ids.slice(i, i + chunk));
         // Awaited below (depth-limited, then all), which throws its failure.
         inFlight.push(observeLater(writeDocuments(deps.meili, target, ORG_INDEX_FORMAT, orgRows, gone)));
-        if (inFlight.length >= depth) await inFlight.shift();
+        if (inFlight.length >= depth) await unlessStopped(inFlight.shift()!, signal);
       }
       for (const r of rows) {
         covered.add(Number(r.seq));
         posted += r.org_ids.length;
       }
     }
-    await Promise.all(inFlight);
+    await unlessStopped(Promise.all(inFlight), signal);
   } finally {
-    await Promise.allSettled(inFlight);
+    // Stopped: the tasks still in flight are canceled by the caller (dropFailedBuild), not waited for.
+    if (!signal?.aborted) await Promise.allSettled(inFlight);
   }
   return posted;
 }
@@ -234,7 +282,9 @@ export interface CatchUpResult {
  */
 export async function rebuildForBacklog(
   deps: ReindexDeps,
-  options: Pick<ReindexOptions, 'chunk' | 'depth' | 'onProgress'> & { follow?: () => Promise<boolean> } = {},
+  options: Pick<ReindexOptions, 'chunk' | 'depth' | 'onProgress' | 'signal'> & {
+    follow?: () => Promise<boolean>;
+  } = {},
 ): Promise<CatchUpResult> {
   const started = Date.now();
   const target = `${deps.indexUid}__catchup_${started.toString(36)}`;
@@ -268,7 +318,11 @@ export async function rebuildForBacklog(
         followed = await followOutbox(deps, target, seqs, options.follow, options);
       }
       log(`loaded ${documents + followed} Orgs into ${target}; building sorts and filters`);
-      await succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS);
+      await unlessStopped(
+        succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS),
+        options.signal,
+      );
+      checkStopped(options.signal);
       await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
       await deps.db
         .deleteFrom('search_outbox')
@@ -297,6 +351,11 @@ async function dropFailedBuild(deps: ReindexDeps, target: string): Promise<void>
     .where('target', '=', target)
     .execute()
     .catch(leftBehind(`unregister ${target}`));
+  // Its document and settings tasks still queued or running are work for nothing (and what a
+  // stopping worker would otherwise wait for): canceled before the index is deleted.
+  await deps.meili.tasks
+    .cancelTasks({ indexUids: [target], statuses: ['enqueued', 'processing'] })
+    .catch(leftBehind(`cancel the tasks of ${target}`));
   const exists = await indexExists(deps.meili, target).catch((err: unknown) => {
     leftBehind(`check for index ${target}`)(err);
     return false;
@@ -321,7 +380,11 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
   try {
     const documents = await bulkLoad(deps, target, options);
     log(`loaded ${documents} Orgs; building sorts and filters`);
-    await succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS);
+    await unlessStopped(
+      succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS),
+      options.signal,
+    );
+    checkStopped(options.signal);
     log('replaying changes and swapping');
     const swapped = await withIndexerLock(deps.db, true, async () => {
       // A later `reindex` clears older registrations (and their indexes): never swap a stale build in.

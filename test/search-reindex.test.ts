@@ -4,12 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMeiliClient,
   ensureOrgIndex,
+  indexExists,
   MeiliTaskFailedError,
   SearchUnavailableError,
   streamDocuments,
 } from '../search/meili-client.js';
 import { pendingChanges, syncOutbox } from '../search/org-sync.js';
-import { reindex } from '../search/reindex.js';
+import { RebuildStopped, reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli } from './support/cli.js';
@@ -108,6 +109,31 @@ describe('bizdir reindex', () => {
     // The retired index is gone; only the live one remains under this test's name.
     const names = (await meili.getRawIndexes({ limit: 1000 })).results.map((i) => i.uid);
     expect(names.filter((n) => n.startsWith(indexUid))).toEqual([indexUid]);
+  });
+
+  it('a rebuild stopped mid-load (its signal aborted) cancels its tasks, drops its index and leaves the live one', async () => {
+    const live = await meili.getRawIndex(indexUid);
+    const documents = (await meili.index(indexUid).getStats()).numberOfDocuments;
+    const stop = new AbortController();
+    let target = '';
+    const stopped = reindex(
+      { db: t.db, meili, indexUid, log: (line) => (target ||= /building (\S+)/.exec(line)?.[1] ?? '') },
+      { chunk: 300, onProgress: () => stop.abort(), signal: stop.signal },
+    );
+    await expect(stopped).rejects.toBeInstanceOf(RebuildStopped);
+    expect(target).toMatch(/__build_/);
+    expect(await t.db.selectFrom('search_reindex').select('target').execute()).toEqual([]);
+    // The dropped build's index is deleted (a task of its own, after its canceled ones).
+    const deadline = Date.now() + 30_000;
+    while (await indexExists(meili, target)) {
+      if (Date.now() > deadline) throw new Error(`${target} was not deleted`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const names = (await meili.getRawIndexes({ limit: 1000 })).results.map((i) => i.uid);
+    expect(names.filter((n) => n.startsWith(indexUid))).toEqual([indexUid]);
+    expect((await meili.getRawIndex(indexUid)).createdAt).toBe(live.createdAt);
+    expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(documents);
+    expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
   });
 
   it('streams each task of a bulk load from pages: tasks of `chunk` Orgs, the last one partial', async () => {

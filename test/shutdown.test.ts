@@ -2,11 +2,16 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRun, type ImportRun } from '../ingest/import-run.js';
+import { ensureOrgIndex, indexExists } from '../search/meili-client.js';
+import { pendingChanges, syncOutbox } from '../search/org-sync.js';
+import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
+import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 
@@ -109,5 +114,88 @@ describe('SIGTERM during an import batch', () => {
     expect(Number(orgs.n)).toBe(total);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+  }, 180_000);
+});
+
+/** Polls `check` every 100 ms until it holds; fails after 60 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('SIGTERM while the search index is rebuilt', () => {
+  it('stops the build within the deadline, drops its index, and loses nothing: the next worker rebuilds', async () => {
+    const s = await createTestDb();
+    const meili = testMeiliClient();
+    const indexUid = testIndexName('sigterm');
+    const prefix = testQueuePrefix();
+    const addOrgs = (from: number, to: number) =>
+      sql`
+        insert into orgs (domain_cc, public_slug, name, content_hash)
+        select 'gb', 'sigterm-' || g, 'SIGTERM ' || g || ' WIDGETS LTD', 'h' || g
+        from generate_series(${from}::int, ${to}::int) g`.execute(s.db);
+    const workerEnv = {
+      DATABASE_URL: s.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: prefix.prefix,
+      SEARCH_REBUILD_BACKLOG: '200',
+      SEARCH_REBUILD_DURING_IMPORT: 'on',
+      ...meiliEnv(indexUid),
+    };
+    // A deadline the build has no reason to reach: exit code 0 says every job ended within it.
+    const startIndexWorker = () => {
+      const child = spawnCli(['worker', '--queues', 'index', '--shutdown-timeout', '20000'], workerEnv);
+      workers.push(child);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      return { child, exited };
+    };
+    try {
+      await addOrgs(1, 100);
+      await ensureOrgIndex(meili, indexUid);
+      await syncOutbox({ db: s.db, meili, indexUid });
+      const liveCreated = (await meili.getRawIndex(indexUid)).createdAt;
+      // An import that is writing, and a backlog far past the threshold: the catch-up build follows
+      // the import, and would go on following it until the import ends.
+      const run = await s.db
+        .insertInto('import_runs')
+        .values({ feed: 'registrar', source: '/tmp/x.csv', status: 'running' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await addOrgs(101, 1000);
+
+      const first = startIndexWorker();
+      let target = '';
+      await until(async () => {
+        const rows = await s.db.selectFrom('search_reindex').select('target').execute();
+        target = rows[0]?.target ?? '';
+        return target !== '' && (await indexExists(meili, target));
+      });
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+
+      // The half-built index is unregistered and dropped; the live one and the backlog are as they were.
+      expect(await s.db.selectFrom('search_reindex').select('target').execute()).toEqual([]);
+      await until(async () => !(await indexExists(meili, target)));
+      expect((await meili.getRawIndex(indexUid)).createdAt).toBe(liveCreated);
+      expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(100);
+      expect(await pendingChanges(s.db)).toBe(900);
+
+      // Once the import has ended, the next worker rebuilds from the start.
+      await s.db.updateTable('import_runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
+      const second = startIndexWorker();
+      await until(async () => (await pendingChanges(s.db)) === 0);
+      expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(1000);
+      expect(driftCount(await verifyIndex(s.db, meili, indexUid))).toBe(0);
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    } finally {
+      await prefix.cleanup();
+      const { results } = await meili.getIndexes({ limit: 1000 });
+      for (const i of results) if (i.uid.startsWith(indexUid)) await meili.deleteIndexIfExists(i.uid);
+      await s.drop();
+    }
   }, 180_000);
 });

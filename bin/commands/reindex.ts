@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { openProducerQueue } from '../../jobs/queue.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS } from '../../search/meili-client.js';
 import { syncOutbox } from '../../search/org-sync.js';
-import { reindex } from '../../search/reindex.js';
+import { RebuildStopped, reindex } from '../../search/reindex.js';
 import { driftCount, verifyIndex } from '../../search/verify.js';
 import { createDb } from '../../shared/db.js';
 import {
@@ -70,6 +70,12 @@ export function registerReindex(program: Command): void {
           return;
         }
         let shown = -1;
+        // Interrupted (Ctrl-C, SIGTERM): the build is dropped and the live index left as it was
+        // (ReindexOptions.signal); a second signal kills the process at once.
+        const interrupted = new AbortController();
+        const stop = () => interrupted.abort();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
         const result = await reindex(
           { ...deps, log: (line) => !flags.json && console.log(line) },
           {
@@ -81,8 +87,17 @@ export function registerReindex(program: Command): void {
                 console.log(`  ${done}/${total} Orgs (${pct}%)`);
               }
             },
+            signal: interrupted.signal,
           },
-        );
+        )
+          .catch((error: unknown) => {
+            if (error instanceof RebuildStopped) throw new CliError(error.message);
+            throw error;
+          })
+          .finally(() => {
+            process.off('SIGINT', stop);
+            process.off('SIGTERM', stop);
+          });
         console.log(
           flags.json
             ? JSON.stringify(result)

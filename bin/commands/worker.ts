@@ -29,6 +29,9 @@ function boundHeapGrowth(): void {
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
 
+/** After the shutdown deadline, how long the pool may take to give its connections back. */
+const POOL_DRAIN_MS = 5_000;
+
 interface WorkerCliOptions {
   queues?: string;
   concurrency: number;
@@ -112,22 +115,32 @@ export function registerWorker(program: Command): void {
         throw new CliError((error as Error).message);
       }
       process.stderr.write(`bizdir worker: running queues ${running.queues.join(', ')}\n`);
-      await new Promise<void>((resolve) => {
+      const outcome = await new Promise<'closed' | 'timeout'>((resolve) => {
         let stopping = false;
         const stop = (signal: string) => {
           if (stopping) return;
           stopping = true;
           logger.info({ signal }, 'shutting down');
-          running
-            .close(opts.shutdownTimeout)
-            .catch((err: unknown) => logger.error({ err }, 'error while closing workers'))
-            .finally(resolve);
+          running.close(opts.shutdownTimeout).then(resolve, (err: unknown) => {
+            logger.error({ err }, 'error while closing workers');
+            resolve('timeout');
+          });
         };
         process.once('SIGTERM', () => stop('SIGTERM'));
         process.once('SIGINT', () => stop('SIGINT'));
       });
-      await dbHandle.close();
+      // A job still running past the deadline may hold pooled connections for as long as it runs:
+      // the pool is given a moment, then the process exits anyway (its jobs' locks lapse and another
+      // worker retries them; an import resumes from its checkpoint).
+      const drained = await Promise.race([
+        dbHandle.close().then(() => true),
+        new Promise<false>((resolve) => setTimeout(resolve, POOL_DRAIN_MS, false).unref()),
+      ]);
       await connection.quit().catch(() => connection.disconnect());
+      if (outcome === 'timeout' || !drained) {
+        process.stderr.write('bizdir worker: stopped with jobs still running (they will be retried)\n');
+        process.exit(1);
+      }
       process.stderr.write('bizdir worker: stopped\n');
     });
 }
