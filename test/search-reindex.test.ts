@@ -13,7 +13,7 @@ import { pendingChanges, syncOutbox } from '../search/org-sync.js';
 import { RebuildStopped, reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
-import { runCli } from './support/cli.js';
+import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 
@@ -205,5 +205,36 @@ describe('bizdir reindex', () => {
     expect(drift.stdout).toContain(`missing: 1 (org ids ${victim.id})`);
     expect(drift.stderr).toMatch(/search index drift: 1/);
     // Three `bizdir` processes, each starting Node and tsx: slow on a busy machine, not a hang.
+  }, 120_000);
+
+  it('--wait interrupted (SIGINT) drops its build, says so and exits non-zero; the live index stays', async () => {
+    const env = { DATABASE_URL: t.url, ...meiliEnv(indexUid) };
+    const live = await meili.getRawIndex(indexUid);
+    const child = spawnCli(['reindex', '--wait'], env);
+    let stdout = '';
+    let stderr = '';
+    child.stderr?.on('data', (d) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // Interrupted once the build is registered (its first line), while its Orgs load.
+    await new Promise<void>((resolve) =>
+      child.stdout?.on('data', (d) => {
+        stdout += d;
+        if (/building \S+/.test(stdout)) resolve();
+      }),
+    );
+    child.kill('SIGINT');
+    expect(await exited).toBe(1);
+    expect(stderr).toMatch(/search index rebuild stopped before the swap: the live index is unchanged/);
+    expect(stdout).not.toMatch(/search index rebuilt/);
+    const target = /building (\S+)/.exec(stdout)![1]!;
+    const deadline = Date.now() + 30_000;
+    while (await indexExists(meili, target)) {
+      if (Date.now() > deadline) throw new Error(`${target} was not deleted`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await t.db.selectFrom('search_reindex').select('target').execute()).toEqual([]);
+    expect((await meili.getRawIndex(indexUid)).createdAt).toBe(live.createdAt);
   }, 120_000);
 });
