@@ -26,11 +26,23 @@ let env: Record<string, string>;
 let dir: string;
 const workers: ChildProcess[] = [];
 
-function startWorker(): { child: ChildProcess; exited: Promise<number | null>; stderr: () => string } {
+function startWorker(shutdownTimeoutMs = 300): {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  stderr: () => string;
+} {
   // A short shutdown deadline makes the worker hand the job back mid-file instead of finishing it;
   // short lock/stall settings let the next worker take it over at once.
   const child = spawnCli(
-    ['worker', '--shutdown-timeout', '300', '--lock-duration', '2000', '--stalled-interval', '1000'],
+    [
+      'worker',
+      '--shutdown-timeout',
+      String(shutdownTimeoutMs),
+      '--lock-duration',
+      '2000',
+      '--stalled-interval',
+      '1000',
+    ],
     env,
   );
   workers.push(child);
@@ -96,7 +108,9 @@ describe('SIGTERM during an import batch', () => {
       .executeTakeFirstOrThrow();
     expect(Number(orgsAtStop.n)).toBe(handedBack!.inserted);
 
-    const second = startWorker();
+    // Stopped at the end with time for the index sync it may be running (a job still running at the
+    // deadline makes the worker exit 1).
+    const second = startWorker(30_000);
     const done = await waitForRun(runId, (r) => r.status !== 'running' && r.status !== 'queued');
     expect(done.status).toBe('succeeded');
     expect([
