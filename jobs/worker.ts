@@ -27,8 +27,9 @@ export interface RunningWorkers {
   queues: QueueName[];
   workers: { close(force?: boolean): Promise<void> }[];
   /**
-   * Lets running jobs finish for up to `timeoutMs`, then stops them (they are retried elsewhere);
-   * 'timeout' when some job was still running at the deadline.
+   * Lets running jobs finish for up to `timeoutMs` (their abort signals asked them to stop);
+   * 'timeout' when some job was still running at the deadline: it is left running, and the caller
+   * exits (its lock lapses and another worker retries it).
    */
   close(timeoutMs?: number): Promise<'closed' | 'timeout'>;
 }
