@@ -60,7 +60,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     // No implicit HEAD twins: a HEAD would pass auth and spend a credit on a body nobody receives.
     exposeHeadRoutes: false,
-    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    // `/v1/org/search/` is `/v1/org/search`: one trailing slash never turns a route into a 404 or 405.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH, ignoreTrailingSlash: true },
     // Errors raised before the error handler can see them, answered in our `{code, message}` shape
     // (Fastify's own bodies echo the URL, api_key included): router errors, HTTP parser errors, and
     // requests arriving while the server closes (errors.plugin.ts answers those).

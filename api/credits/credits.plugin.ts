@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Static } from 'typebox';
 import { HttpError } from '../../shared/errors.js';
@@ -23,6 +23,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Needs an `api_key` and costs one data credit when it answers 200. */
     metered?: boolean;
+    /** Needs an `api_key` but is free (GET /v1/usage): the key is checked before anything else. */
+    authenticated?: boolean;
     /**
      * Answers If-None-Match with a free 304 (sendRendered): a request carrying one takes no credit
      * up front, only once it is known to answer 200.
@@ -121,23 +123,21 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       return this;
     });
 
+    // The key first: a missing, unknown or revoked key is 403 whatever else is wrong with the request.
+    // Then, on a metered route, the reservation (one Redis round trip: key liveness, rate limit,
+    // credit), started here and left running while the body is read, the request validated and the
+    // handler reads Postgres; the handler waits for it in settleCredit. Its outcome still comes first:
+    // a request whose reservation fails gets that 402/403/429/503 whatever else failed (the error
+    // handler, errors.plugin.ts, asks reservationFailure). Every request with a valid key is counted
+    // against the rate limit, a 400/413/415 too, and a credit it does not use is given back.
     app.addHook('onRequest', async (request) => {
-      if (!request.routeOptions.config.metered) return;
+      const config = request.routeOptions.config;
+      if (!config.metered && !config.authenticated) return;
       const query = request.query as Record<string, unknown> | undefined;
       const key = typeof query?.api_key === 'string' ? query.api_key : undefined;
-      request.principal = await app.apiKeys.authenticate(key);
-    });
-
-    // The reservation (one Redis round trip: key liveness, rate limit, credit) runs while the request
-    // is validated and the handler reads Postgres, instead of before; the handler waits for it in
-    // settleCredit. Its outcome still comes first: a request whose reservation fails gets that
-    // 402/403/429/503 even if the handler failed too (see onRoute below). A request that fails
-    // validation (400) is counted against the rate limit too, and its credit is given back.
-    app.addHook('preValidation', (request, _reply, done) => {
-      if (!request.routeOptions.config.metered) return done();
-      const principal = request.principal;
-      if (!principal) return done(new HttpError(403, 'Invalid api_key parameter value'));
-      const config = request.routeOptions.config;
+      const principal = await app.apiKeys.authenticate(key);
+      request.principal = principal;
+      if (!config.metered) return;
       const mayBe304 = config.conditional === true && request.headers['if-none-match'] !== undefined;
       const task = app.credits.reserve(principal, !mayBe304).then(
         (reservation) => {
@@ -154,7 +154,6 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
         if (error instanceof HttpError && error.statusCode === 403) app.apiKeys.forget(principal.keyId);
       });
       request.reservation = task;
-      done();
     });
 
     // Every answer of a request counted against a rate limit says where its window stands.
@@ -162,20 +161,6 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       if (request.reservation) await request.reservation.catch(() => undefined);
       reply.rateLimitHeaders(request.rateLimit);
       return payload;
-    });
-
-    app.addHook('onRoute', (route) => {
-      if (!route.config?.metered) return;
-      const handler = route.handler;
-      route.handler = async function metered(this: FastifyInstance, request, reply) {
-        try {
-          return await handler.call(this, request, reply);
-        } catch (error) {
-          // Rethrows the reservation's own failure (spent, revoked, Redis away) in place of the handler's.
-          if (request.reservation) await request.reservation;
-          throw error;
-        }
-      };
     });
 
     app.addHook('onResponse', async (request) => {

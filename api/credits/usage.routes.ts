@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
+import { HttpError } from '../../shared/errors.js';
 import { ApiKeyQuery, ErrorSchema, Nullable, RequestMetaSchema } from '../http/common.schema.js';
 import { requestMeta } from './credits.plugin.js';
 
@@ -21,7 +22,7 @@ const RateLimitSchema = Type.Object(
 /**
  * GET /v1/usage: where the key's account stands, for free. Never charged, never counted in
  * `requests_this_period` or against the rate limit, and answered when the period's credits are spent
- * (that is when consumers ask). Not `metered`: it authenticates by itself.
+ * (that is when consumers ask). Not `metered`: `authenticated` only.
  */
 export const usageRoutes: FastifyPluginAsync = async (root) => {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
@@ -29,6 +30,8 @@ export const usageRoutes: FastifyPluginAsync = async (root) => {
   app.get(
     '/v1/usage',
     {
+      // The key is checked before the query (credits.plugin.ts): a bad key is 403, never a 400.
+      config: { authenticated: true },
       schema: {
         tags: ['account'],
         summary: "The key's data-credit usage and rate limit (free)",
@@ -49,7 +52,8 @@ export const usageRoutes: FastifyPluginAsync = async (root) => {
       },
     },
     async (request, reply) => {
-      const principal = await app.apiKeys.authenticate(request.query.api_key);
+      const principal = request.principal;
+      if (!principal) throw new HttpError(403, 'Invalid api_key parameter value');
       const usage = await app.credits.peek(principal);
       const rl = usage.rateLimit;
       request.rateLimit = rl;

@@ -14,13 +14,17 @@ import { serviceOf } from './infra.plugin.js';
 export const errorsPlugin = fp(
   async (app) => {
     const routes: { pattern: RegExp; method: string }[] = [];
+    // A path matches its route with or without one trailing slash, as the router does (ignoreTrailingSlash).
     app.addHook('onRoute', (route) => {
       const source = route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+');
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       for (const method of methods) routes.push({ pattern: new RegExp(`^${source}/?$`), method });
     });
 
-    app.setErrorHandler((error, request, reply) => {
+    app.setErrorHandler(async (failure, request, reply) => {
+      // A metered request whose credit reservation failed (spent, rate limited, revoked, Redis away)
+      // answers with that, whatever else failed: a 400 or 404 never hides a 402 or 429.
+      const error = (await reservationFailure(request)) ?? failure;
       const { status, reason, internal } = classifyError(error);
       if (status === 503 && internal && app.hasDecorator('outages')) {
         // A backing service is away: logged once per outage (infra plugin), not once per request.
@@ -33,9 +37,11 @@ export const errorsPlugin = fp(
       return reply.code(status).type('application/json').send(errorBody(status, reason));
     });
 
-    app.setNotFoundHandler((request, reply) => {
+    const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
       const path = request.url.split('?')[0] ?? '/';
       const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+      // Answered from the first onRequest hook, before the one that would add it.
+      reply.header('x-request-id', request.id);
       if (allowed.length > 0) {
         return reply
           .code(405)
@@ -43,7 +49,13 @@ export const errorsPlugin = fp(
           .send(errorBody(405, `${request.method} is not allowed here; use ${allowed.join(' or ')}`));
       }
       return reply.code(404).send(errorBody(404, 'No route matches this path'));
+    };
+    // Answered before the body is read: a request no route takes gets its 404 or 405, not a 400 for
+    // JSON nobody would parse or a 413 for a body nobody would read.
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.is404) return noRoute(request, reply);
     });
+    app.setNotFoundHandler(noRoute);
 
     // Requests that reach a server already closing (pipelined, or on a busy keep-alive connection).
     // Fastify's own answer to them (return503OnClosing, turned off in buildApp) has its own shape.
@@ -62,6 +74,17 @@ export const errorsPlugin = fp(
   },
   { name: 'bizdir-errors' },
 );
+
+/** The error the request's credit reservation (credits.plugin.ts) failed with, if it has one that failed. */
+async function reservationFailure(request: FastifyRequest): Promise<unknown> {
+  if (!request.reservation) return undefined;
+  try {
+    await request.reservation;
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}
 
 /**
  * Fastify's `frameworkErrors`: errors the router raises before any route or hook runs (a path that is

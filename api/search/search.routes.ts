@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import { MeilisearchApiError } from 'meilisearch';
 import Type from 'typebox';
 import {
   createMeiliClient,
@@ -27,6 +28,22 @@ const OrgsListSchema = Type.Object(
   },
   { title: 'OrgsList' },
 );
+
+/**
+ * Meilisearch answered, but the live index is missing (deleted, or Meilisearch's data folder lost) or
+ * has no settings yet (created at start-up, its settings task queued behind other work): the index
+ * is not ready to answer, which is the service's 503, not a fault of the request or the code.
+ */
+function indexNotReady(error: unknown): boolean {
+  if (!(error instanceof MeilisearchApiError)) return false;
+  const code = error.cause?.code;
+  if (code === 'index_not_found') return true;
+  // Only an index with no sort keys or filters at all: a key missing from a configured index is a fault.
+  return (
+    (code === 'invalid_search_sort' || code === 'invalid_search_filter') &&
+    /does not have configured (sortable|filterable) attributes/.test(error.message)
+  );
+}
 
 const isSort = (value: string): value is OrgSort => (ORG_SORTS as readonly string[]).includes(value);
 
@@ -109,6 +126,10 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
           // Logged once per outage, with its end (infra plugin), not once per 503.
           app.outages.meilisearch.down(error);
           throw serviceUnavailable('Search is temporarily unavailable');
+        }
+        if (indexNotReady(error)) {
+          app.outages.meilisearch.down(error);
+          throw serviceUnavailable('Search is temporarily unavailable: the search index is not ready');
         }
         throw error;
       }
