@@ -160,7 +160,7 @@ interface Env {
   prefix: string;
   db: Db;
   close(): Promise<void>;
-  producer: ReturnType<typeof openProducerQueue<'import'>>;
+  producer: Awaited<ReturnType<typeof openProducerQueue<'import'>>>;
   workers: ChildProcess[];
 }
 
@@ -171,7 +171,7 @@ async function environment(label: string, workers: number, concurrency = 1): Pro
   await admin(`create database ${dbName}`);
   const { db, close } = createDb(dbUrl, { max: 2 });
   await migrateToLatest(db);
-  const producer = openProducerQueue({ queuePrefix: prefix }, REDIS, 'import');
+  const producer = await openProducerQueue({ queuePrefix: prefix }, REDIS, 'import');
   const procs = Array.from({ length: workers }, () => startWorker(dbUrl, prefix, concurrency));
   return { dbName, dbUrl, prefix, db, close, producer, workers: procs };
 }
@@ -181,7 +181,7 @@ async function teardown(env: Env) {
     w.kill('SIGTERM');
     await new Promise((res) => w.once('exit', res));
   }
-  const index = openProducerQueue({ queuePrefix: env.prefix }, REDIS, 'index');
+  const index = await openProducerQueue({ queuePrefix: env.prefix }, REDIS, 'index');
   for (const q of [env.producer, index]) {
     await q.queue.obliterate({ force: true }).catch(() => {});
     await q.close();

@@ -12,6 +12,15 @@ import { registerServe } from './commands/serve.js';
 import { registerStart } from './commands/start.js';
 import { registerWorker } from './commands/worker.js';
 
+// Output piped into a reader that stops early (`bizdir imports list | head`): end quietly, as Unix
+// tools do, instead of crashing on the unhandled EPIPE with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+}
+
 const program = new Command('bizdir')
   .description('bizdir: business-directory data service')
   .showHelpAfterError()

@@ -41,21 +41,85 @@ export interface ProducerQueue<Q extends QueueName> {
   close(): Promise<void>;
 }
 
-/** A queue for a producer (CLI, API): its own connection that fails fast when Redis is away. */
-export function openProducerQueue<Q extends QueueName>(
+/** Redis could not be reached, or did not answer in time, when a producer needed it. */
+export class RedisUnreachableError extends Error {
+  override name = 'RedisUnreachableError';
+}
+
+/** How long a producer waits for Redis to answer one call before giving up. */
+export const PRODUCER_CALL_MS = 15_000;
+
+/**
+ * A producer's call to BullMQ, bounded: BullMQ waits for its connection to be ready for as long as
+ * the client keeps reconnecting, so an unreachable Redis would otherwise hang the caller.
+ */
+export async function producerCall<T>(what: string, call: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new RedisUnreachableError(`Redis did not answer within ${PRODUCER_CALL_MS / 1000} s (${what})`),
+        ),
+      PRODUCER_CALL_MS,
+    );
+  });
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A queue for a producer (the CLI): its own connection, made before anything else, so that a Redis
+ * that is away fails the command at once with RedisUnreachableError (BullMQ itself would wait for it
+ * forever). The caller closes it.
+ */
+export async function openProducerQueue<Q extends QueueName>(
   config: Pick<Config, 'queuePrefix'>,
   redisUrl: string,
   name: Q,
-): ProducerQueue<Q> {
-  const connection = createRedis(redisUrl, 'producer');
+): Promise<ProducerQueue<Q>> {
+  // No retries until the first connection is made (the command fails at once), then ioredis's own.
+  let connected = false;
+  const connection = createRedis(redisUrl, 'producer', {
+    lazyConnect: true,
+    retryStrategy: (times) => (connected ? Math.min(times * 200, 2_000) : null),
+  });
+  connection.once('ready', () => {
+    connected = true;
+  });
+  // The socket's own error (ECONNREFUSED, ENOTFOUND, a timeout) says more than ioredis's "Connection is closed."
+  let lastError: Error | undefined;
+  const remember = (err: Error) => {
+    lastError = err;
+  };
+  connection.on('error', remember);
+  try {
+    await connection.connect();
+    connection.off('error', remember);
+  } catch (error) {
+    connection.disconnect();
+    const reason = (lastError ?? (error as Error)).message || 'connection refused';
+    throw new RedisUnreachableError(
+      `cannot reach Redis (${reason}); is it running, and is REDIS_URL right?`,
+      {
+        cause: error,
+      },
+    );
+  }
   const queue = createQueue(name, { connection, prefix: config.queuePrefix });
   const flows = createFlowProducer(connection, config.queuePrefix);
   return {
     queue,
     flows,
     async close() {
-      await flows.close();
-      await queue.close();
+      // A connection lost meanwhile is dropped first: BullMQ's close would wait for it to come back.
+      if (connection.status !== 'ready') connection.disconnect();
+      await producerCall('closing the queue', Promise.all([flows.close(), queue.close()])).catch(
+        () => undefined,
+      );
       connection.disconnect();
     },
   };

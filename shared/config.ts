@@ -167,6 +167,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       error.instancePath.replace(/^\//, '') || String(Object.values(error.params)[0] ?? 'environment');
     throw new ConfigError(variable, MESSAGES[variable] ?? error.message);
   }
+  // The scheme is checked above; the rest of a URL must parse too (a port over 65535, a bad host),
+  // or the first client to use it fails with a bare "Invalid URL" that names nothing.
+  for (const variable of ['DATABASE_URL', 'REDIS_URL', 'MEILI_URL'] as const) {
+    const value = raw[variable];
+    if (typeof value === 'string' && !URL.canParse(value))
+      throw new ConfigError(variable, `${MESSAGES[variable]} (this one does not parse)`);
+  }
   const v = raw as EnvValues;
   return Object.freeze({
     databaseUrl: v.DATABASE_URL,

@@ -13,6 +13,7 @@ import { importFeed } from './support/import.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
+import { freePort } from './support/tcp-proxy.js';
 
 /**
  * The registrar import end to end through the real CLI, the real queue and real worker processes.
@@ -125,6 +126,93 @@ describe('registrar import through the queue', () => {
     expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
     const counts = await withImportQueue((q) => q.getJobCounts('wait', 'delayed', 'active'));
     expect(counts).toEqual({ wait: 0, delayed: 0, active: 0 });
+  }, 60_000);
+
+  it('refuses a malformed URL and a run id past 2^53 with a clear message', async () => {
+    const runsBefore = await t.db.selectFrom('import_runs').select('id').execute();
+    for (const url of ['http://', 'https://exa mple.com/BasicCompanyData.zip']) {
+      const result = await runCli(['import', 'registrar', url], env);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({
+        code: 1,
+        stderr: `bizdir: "${url}" is not a valid URL\n`,
+      });
+    }
+    expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
+    const show = await runCli(['imports', 'show', '99999999999999999999'], env);
+    expect({ code: show.code, stderr: show.stderr }).toEqual({
+      code: 1,
+      stderr: `bizdir: id must be a positive integer (at most ${Number.MAX_SAFE_INTEGER})\n`,
+    });
+  }, 60_000);
+
+  it('with Redis unreachable, import and reindex fail at once with a clear message, and no run is recorded', async () => {
+    const port = await freePort();
+    const away = { ...env, REDIS_URL: `redis://127.0.0.1:${port}` };
+    const runsBefore = await t.db.selectFrom('import_runs').select('id').execute();
+    for (const args of [['import', 'registrar', 'test/fixtures/registrar-small.csv'], ['reindex']]) {
+      const started = Date.now();
+      // Before the fix, BullMQ waited for the connection for ever: the 60 s bound fails the test.
+      const result = await runCli(args, away, 60_000);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: `bizdir: cannot reach Redis (connect ECONNREFUSED 127.0.0.1:${port}); is it running, and is REDIS_URL right?\n`,
+      });
+      expect(Date.now() - started).toBeLessThan(55_000);
+    }
+    expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
+  }, 150_000);
+
+  it('--wait with no worker says so once, and finishes when a worker starts', async () => {
+    const own = testQueuePrefix();
+    const ownEnv = { ...env, QUEUE_PREFIX: own.prefix };
+    try {
+      const follower = spawnCli(
+        ['import', 'registrar', 'test/fixtures/registrar-small.csv', '--wait'],
+        ownEnv,
+      );
+      let stderr = '';
+      let stdout = '';
+      follower.stderr?.on('data', (d) => {
+        stderr += d;
+      });
+      follower.stdout?.on('data', (d) => {
+        stdout += d;
+      });
+      const exited = new Promise<number | null>((resolve) => follower.once('exit', resolve));
+      const deadline = Date.now() + 60_000;
+      while (!stderr.includes('no worker is taking import jobs') && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(stderr).toMatch(
+        /^run \d+ is queued, but no worker is taking import jobs: start one with `bizdir worker`/m,
+      );
+      const worker = spawnCli(['worker'], ownEnv);
+      workers.push(worker);
+      expect(await exited).toBe(0);
+      expect(stdout).toMatch(/import run \d+ succeeded: /);
+      expect(stderr.match(/no worker is taking/g)).toHaveLength(1);
+      // What the check asks: a running worker is seen, so a queued run with one says nothing.
+      const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+      const q = new Queue('import', { connection, prefix: own.prefix });
+      expect((await q.getWorkers()).length).toBeGreaterThan(0);
+      await q.close();
+      connection.disconnect();
+      await stopWorker(worker);
+    } finally {
+      await own.cleanup();
+    }
+  }, 150_000);
+
+  it('output piped into a reader that stops early ends quietly', async () => {
+    const child = spawnCli(['imports', 'list', '--limit', '100'], env);
+    let stderr = '';
+    child.stderr?.on('data', (d) => {
+      stderr += d;
+    });
+    // The reader takes nothing and goes away, as `| head -0` does.
+    child.stdout?.destroy();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
   }, 60_000);
 
   it('a worker killed mid-file, then the job retried by another worker, gives the database of one clean run', async () => {

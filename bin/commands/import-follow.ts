@@ -7,6 +7,8 @@ import type { Db } from '../../shared/db.js';
 const POLL_MS = 500;
 /** Without a terminal, a line every few seconds is enough for a log file. */
 const PLAIN_EVERY_MS = 5_000;
+/** How long a run may stay queued before we look for a worker (one taking it needs a moment). */
+const NO_WORKER_GRACE_MS = 3_000;
 
 /** One line of counts, from a run row or a run's view. */
 export function countsLine(run: ImportRun | RunView): string {
@@ -37,10 +39,29 @@ export async function followRun(db: Db, queue: TypedQueue<'import'>, runId: numb
     : null;
   bar?.start(100, 0, { parts: '', rows: 0, inserted: 0, updated: 0, rejected: 0 });
   let lastPlain = 0;
+  // A run that stays queued while no worker listens would wait for ever in silence: said once.
+  const queuedSince = Date.now();
+  let lastWorkerCheck = 0;
+  let warnedNoWorker = false;
+  const checkForWorkers = async (status: string) => {
+    if (warnedNoWorker || status !== 'queued') return;
+    const now = Date.now();
+    if (now - queuedSince < NO_WORKER_GRACE_MS || now - lastWorkerCheck < NO_WORKER_GRACE_MS) return;
+    lastWorkerCheck = now;
+    const workers = await queue.getWorkers().catch(() => null);
+    if (workers === null || workers.length > 0) return;
+    warnedNoWorker = true;
+    bar?.stop();
+    process.stderr.write(
+      `run ${runId} is queued, but no worker is taking import jobs: start one with \`bizdir worker\` ` +
+        '(still waiting; Ctrl-C stops waiting, the run stays queued)\n',
+    );
+  };
   try {
     return await waitForRun(db, runId, {
       pollMs: POLL_MS,
       onTick: (view) => {
+        void checkForWorkers(view.status);
         const pct = percentOf(view, feedHandler(view.feed)?.staged !== undefined);
         const done = view.parts.filter((p) => p.status === 'succeeded').length;
         const parts = view.parts.length > 1 ? `${done}/${view.parts.length} parts read` : '';

@@ -11,7 +11,7 @@ import {
   setRunJobId,
 } from '../../ingest/import-run.js';
 import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
-import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../../jobs/queue.js';
+import { enqueueImportParts, enqueueImportRun, openProducerQueue, producerCall } from '../../jobs/queue.js';
 import { createDb } from '../../shared/db.js';
 import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';
 import { countsLine, followRun } from './import-follow.js';
@@ -31,6 +31,7 @@ async function partsFrom(sources: readonly string[]): Promise<PartSource[]> {
   const parts: PartSource[] = [];
   for (const source of sources) {
     const location = isUrl(source) ? source : path.resolve(source);
+    if (isUrl(location) && !URL.canParse(location)) throw new CliError(`"${source}" is not a valid URL`);
     try {
       if (!isUrl(location)) await assertLocalSourceReadable(location);
       const entries = await csvEntriesOf(location);
@@ -82,15 +83,25 @@ export function registerImport(program: Command): void {
         throw new CliError(`the ${feed} feed takes one source per run (${parts.length} given)`);
       const config = cliConfig();
       const { db, close } = createDb(databaseUrlOf(config), { max: 2, applicationName: 'bizdir-import' });
-      const producer = openProducerQueue(config, redisUrlOf(config), 'import');
+      // Redis first: when it is away the command fails here, before a run is recorded.
+      const producer = await openProducerQueue(config, redisUrlOf(config), 'import').catch(
+        async (error: unknown) => {
+          await close();
+          throw error;
+        },
+      );
       try {
         const run = await createImportRun(db, { feed: handler.feed, parts, options });
         let jobId: string;
         try {
-          if (parts.length === 1) jobId = await enqueueImportRun(producer.queue, run.id);
+          if (parts.length === 1)
+            jobId = await producerCall('queueing the import', enqueueImportRun(producer.queue, run.id));
           else {
             const rows = await partsOf(db, run);
-            const queued = await enqueueImportParts(producer.flows, run.id, rows);
+            const queued = await producerCall(
+              'queueing the import',
+              enqueueImportParts(producer.flows, run.id, rows),
+            );
             jobId = queued.jobId;
             await setPartJobIds(db, run.id, queued.partJobIds);
           }

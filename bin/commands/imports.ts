@@ -96,8 +96,10 @@ async function show(db: Db, id: number, limit: number) {
   }
 }
 
+/** Run ids are Postgres bigints handed out from 1; anything past 2^53 is no id this tool can name. */
 const positiveInt = (name: string) => (value: string) => {
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new CliError(`${name} must be a positive integer`);
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value)))
+    throw new CliError(`${name} must be a positive integer (at most ${Number.MAX_SAFE_INTEGER})`);
   return Number(value);
 };
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openProducerQueue } from '../../jobs/queue.js';
+import { openProducerQueue, producerCall } from '../../jobs/queue.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS } from '../../search/meili-client.js';
 import { syncOutbox } from '../../search/org-sync.js';
 import { RebuildStopped, reindex } from '../../search/reindex.js';
@@ -35,9 +35,12 @@ export function registerReindex(program: Command): void {
     .action(async (flags: ReindexFlags) => {
       const config = cliConfig();
       if (!flags.wait && !flags.verify) {
-        const { queue, close } = openProducerQueue(config, redisUrlOf(config), 'index');
+        const { queue, close } = await openProducerQueue(config, redisUrlOf(config), 'index');
         try {
-          const job = await queue.add('index-orgs', { reason: 'reindex', rebuild: true });
+          const job = await producerCall(
+            'queueing the rebuild',
+            queue.add('index-orgs', { reason: 'reindex', rebuild: true }),
+          );
           console.log(
             flags.json ? JSON.stringify({ job_id: job.id }) : `queued search rebuild (job ${job.id})`,
           );

@@ -121,7 +121,7 @@ async function runStart(opts: StartOptions): Promise<void> {
 
     if (opts.samples && (await isFreshDatabase(dbHandle.db))) {
       log.info('first start: importing the sample feeds');
-      const producer = openProducerQueue(config, config.redisUrl ?? '', 'import');
+      const producer = await openProducerQueue(config, config.redisUrl ?? '', 'import');
       try {
         await importSamples(dbHandle.db, producer.queue, log);
         await waitForSearchIndex(dbHandle.db, log);
