@@ -68,6 +68,11 @@ const NUL = '\u0000';
  */
 const RECORD = /[^"\n]*(?:"[^"]*"[^"\n]*)*\n/y;
 const NUL_SHOWN = '\u2400';
+/**
+ * The error of a last record whose quoted field never closes: the file ends inside a record, most
+ * likely cut short (an interrupted download or copy), so records after it may be missing too.
+ */
+export const UNTERMINATED_AT_END = 'unterminated quoted field at end of file';
 
 /**
  * Cuts decoded text into records; blank lines are skipped (but counted). Yields the records each
@@ -199,7 +204,7 @@ async function* rawRecords(stream: Readable, maxChars: number): AsyncGenerator<R
     yield found();
     throw error;
   }
-  if (start < buf.length) take(buf.length, inQuotes ? 'unterminated quoted field at end of file' : undefined);
+  if (start < buf.length) take(buf.length, inQuotes ? UNTERMINATED_AT_END : undefined);
   yield found();
 }
 

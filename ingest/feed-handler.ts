@@ -134,6 +134,12 @@ export interface PreparedFeed<R> {
     records: readonly CsvRecord[],
     ctx: BatchContext,
   ): Promise<{ rows: BatchRow<R>[]; issues: NewIssue[] }>;
+  /**
+   * The key of the record a rejected row names, read from the row's raw text, or null when it cannot
+   * be read. Stored with the reject (import_rejects.record_key): the row is in the file, so a `--full`
+   * run must not take its record for missing. Called on the main thread for rejected rows only.
+   */
+  keyOfRejected?(raw: string): string | null;
   /** Batches read and prepared ahead of the one being written (default 1). */
   readonly readAhead?: number;
   loadBatch(

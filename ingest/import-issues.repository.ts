@@ -11,6 +11,12 @@ export interface NewIssue {
   column: string | null;
   reason: string;
   raw: string | null;
+  /**
+   * Of a rejected row: the key of the record it names, when it can be read from the row
+   * (PreparedFeed.keyOfRejected; the register: the company number). A `--full` register run counts
+   * that record as present (registrar.loader.ts closeMissingOrgs).
+   */
+  key?: string | null;
 }
 
 /** Longer raw text is cut: the row is kept for a person to read, not to be re-imported from here. */
@@ -24,11 +30,12 @@ export async function insertIssues(
 ) {
   if (issues.length === 0) return;
   await sql`
-    insert into import_rejects (run_id, part_no, severity, line_number, column_name, reason, raw)
+    insert into import_rejects (run_id, part_no, severity, line_number, column_name, reason, raw, record_key)
     select ${runId}, ${partNo}::int, * from unnest(
       ${issues.map((i) => i.severity)}::text[], ${issues.map((i) => i.line)}::bigint[],
       ${issues.map((i) => i.column)}::text[], ${issues.map((i) => i.reason)}::text[],
-      ${issues.map((i) => (i.raw === null ? null : i.raw.slice(0, MAX_RAW)))}::text[])`.execute(trx);
+      ${issues.map((i) => (i.raw === null ? null : i.raw.slice(0, MAX_RAW)))}::text[],
+      ${issues.map((i) => i.key ?? null)}::text[])`.execute(trx);
 }
 
 export async function listIssues(db: Db, runId: number, limit: number): Promise<ImportIssue[]> {

@@ -3,7 +3,7 @@ import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { ignoreError, observeLater, reasonOf } from '../shared/outage.js';
-import { type CsvRecord, openCsv, splitFields } from './csv.js';
+import { type CsvRecord, openCsv, splitFields, UNTERMINATED_AT_END } from './csv.js';
 import {
   type BatchContext,
   type BatchOutcome,
@@ -579,6 +579,14 @@ async function readSource(
     const prepareNext = async () => {
       const step = await csv.batches.next();
       if (step.done) return null;
+      const last = step.value.at(-1);
+      if (run.options.full && last?.error === UNTERMINATED_AT_END)
+        // The file ends inside a record: cut short (or a stray quote swallowed its end), so it is not
+        // the whole list `--full` needs. The part fails for good; the run marks nothing as gone.
+        throw new FeedFormatError(
+          `line ${last.line}: the file ends inside a quoted field (cut short, or a stray quote): ` +
+            'a --full import needs the whole file, nothing was marked as gone',
+        );
       const start = seen;
       seen += step.value.length;
       // This batch's own end: `seen` moves on while it is prepared (other batches are read meanwhile).
@@ -598,6 +606,11 @@ async function readSource(
         raw: records[i]!.raw,
         record,
       }));
+      // A rejected row keeps the key it names, when readable (only rejects: a few per batch at most).
+      if (prepared.keyOfRejected)
+        for (const issue of normalized.issues)
+          if (issue.severity === 'rejected' && issue.raw !== null && issue.key === undefined)
+            issue.key = prepared.keyOfRejected(issue.raw);
       return {
         checkpoint,
         records,

@@ -363,3 +363,11 @@ export interface Database {
 export interface OrgsTable {
   source_fingerprint: string | null;
 }
+
+/**
+ * Migration 0024_import_rejects_record_key: the key a rejected row names when it can be read (the
+ * register: its company number), so a `--full` run counts that record as present.
+ */
+export interface ImportRejectsTable {
+  record_key: Generated<string | null>;
+}

@@ -8,7 +8,12 @@ import { ImportFailedError, runImport, runPart, settleRun } from '../ingest/run-
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG, importFeed } from './support/import.js';
-import { type RegistrarFields, registrarCsv, registrarFields } from './support/registrar-csv.js';
+import {
+  type RegistrarFields,
+  registrarCsv,
+  registrarFields,
+  registrarLine,
+} from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-registrar-'));
@@ -373,6 +378,135 @@ describe('registrar import', () => {
     expect(
       (await sql<{ n: number }>`select count(*)::int as n from import_run_keys`.execute(t.db)).rows[0]!.n,
     ).toBe(0);
+  });
+
+  it('--full counts a rejected row whose company number is readable as present: its company is kept as stored', async () => {
+    const company = (n: string, fields: RegistrarFields = {}) => registrarFields(n, `KEPT ${n} LTD`, fields);
+    const numbers = ['00000301', '00000302', '00000303', '00000304', '00000305', 'SC000306'];
+    await importFeed(t.db, 'registrar', file('kept-all.csv', registrarCsv(numbers.map((n) => company(n)))));
+    const before = await registerState(t.db);
+    const rows = [
+      company('00000301'),
+      // Rejected by normalization: no name (the new town must not be written either).
+      company('00000302', { CompanyName: '', 'RegAddress.PostTown': 'YORK' }),
+      // Rejected for its column count: the row stops after 10 fields.
+      registrarLine(company('00000303', { 'RegAddress.PostTown': 'YORK' }))
+        .split(',')
+        .slice(0, 10)
+        .join(','),
+      // Rejected for malformed quoting after its number (a stray quote in an address line).
+      registrarLine(company('00000304')).replace('"1 HIGH STREET"', '"1 "HIGH" STREET"'),
+      // Rejected, its number written as the register rarely does: it normalizes like an accepted one.
+      company('sc000306', { CompanyName: '' }),
+      // Rejected without a number: it names no company. 00000305 is not in the file at all.
+      company('', { CompanyName: 'NO NUMBER LTD' }),
+    ];
+    const run = await importFeed(t.db, 'registrar', file('kept-rejects.csv', registrarCsv(rows)), {
+      full: true,
+    });
+    expect(run).toMatchObject({ status: 'succeeded', rows_read: 6, unchanged: 1, rejected: 5, closed: 1 });
+    const after = await registerState(t.db);
+    expect(after.filter((o) => o.left_register_on !== null).map((o) => o.registration_number)).toEqual([
+      '00000305',
+    ]);
+    // The companies whose rows were rejected are exactly as they were: not gone, not changed.
+    const others = (state: typeof before) => state.filter((o) => o.registration_number !== '00000305');
+    expect(others(after)).toEqual(others(before));
+    // The rejects are reported as before.
+    const issues = await t.db
+      .selectFrom('import_rejects')
+      .select(['severity', 'line_number', 'reason'])
+      .where('run_id', '=', run.id)
+      .orderBy('line_number')
+      .execute();
+    expect(issues.map((i) => [i.severity, i.line_number, i.reason])).toEqual([
+      ['rejected', 3, 'missing company name'],
+      ['rejected', 4, 'wrong column count: expected 55 fields, found 10'],
+      ['rejected', 5, expect.stringMatching(/^malformed quoting/)],
+      ['rejected', 6, 'missing company name'],
+      ['rejected', 7, 'missing company number'],
+    ]);
+  });
+
+  it('--full across parts: a company whose only row is rejected in another part is not marked as gone', async () => {
+    const numbers = ['00000401', '00000402', '00000403'];
+    const all = numbers.map((n) => registrarFields(n, `PARTED ${n} LTD`));
+    await importFeed(t.db, 'registrar', file('parted-all.csv', registrarCsv(all)));
+    const before = await registerState(t.db);
+    const run = await createImportRun(t.db, {
+      feed: 'registrar',
+      parts: [
+        { source: file('parted-1.csv', registrarCsv([all[0]!])), entry: null },
+        {
+          source: file('parted-2.csv', registrarCsv([{ ...all[1]!, CompanyName: '' }])),
+          entry: null,
+        },
+      ],
+      options: { country: 'GB', full: true },
+    });
+    const settled = await runImport({ db: t.db, config: FEED_CONFIG }, run.id);
+    expect(settled).toMatchObject({ status: 'succeeded', unchanged: 1, rejected: 1, closed: 1 });
+    const after = await registerState(t.db);
+    expect(after.map((o) => [o.registration_number, o.left_register_on !== null])).toEqual([
+      ['00000401', false],
+      ['00000402', false],
+      ['00000403', true],
+    ]);
+    expect(after[1]).toEqual(before[1]);
+  });
+
+  it('--full still counts a rejected row as present when a database crash emptied the staging table', async () => {
+    const all = ['00000601', '00000602', '00000603'].map((n) => registrarFields(n, `CRASH ${n} LTD`));
+    await importFeed(t.db, 'registrar', file('crash-all.csv', registrarCsv(all)));
+    const source = file('crash-part.csv', registrarCsv([all[0]!, { ...all[1]!, CompanyName: '' }]));
+    const run = await createImportRun(t.db, {
+      feed: 'registrar',
+      parts: [{ source, entry: null }],
+      options: { country: 'GB', full: true },
+    });
+    const [part] = await partsOf(t.db, run);
+    await runPart({ db: t.db, config: FEED_CONFIG }, part!.id);
+    await sql`truncate ${sql.table(`import_stage_${run.id}`)}`.execute(t.db);
+    const settled = await settleRun({ db: t.db, config: FEED_CONFIG }, run.id);
+    expect(settled).toMatchObject({
+      status: 'succeeded',
+      rows_read: 2,
+      unchanged: 1,
+      rejected: 1,
+      closed: 1,
+    });
+    const state = await registerState(t.db);
+    expect(state.map((o) => [o.registration_number, o.left_register_on !== null])).toEqual([
+      ['00000601', false],
+      ['00000602', false],
+      ['00000603', true],
+    ]);
+  });
+
+  it('--full fails on a file that ends inside a quoted field (cut mid-row) and marks nothing as gone', async () => {
+    const all = ['00000501', '00000502', '00000503', '00000504'].map((n) =>
+      registrarFields(n, `CUT ${n} LTD`),
+    );
+    await importFeed(t.db, 'registrar', file('cut-all.csv', registrarCsv(all)));
+    const before = await registerState(t.db);
+    // Cut in the middle of the third row's address line: 00000503's row is broken, 00000504 is lost.
+    const text = registrarCsv(all.slice(0, 3));
+    const cut = file('cut.csv', text.slice(0, text.lastIndexOf('"1 HIGH STREET"') + 5));
+    const error = await importFeed(t.db, 'registrar', cut, { full: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ImportFailedError);
+    expect((error as ImportFailedError).permanent).toBe(true);
+    expect((error as Error).message).toMatch(/line 4: the file ends inside a quoted field/);
+    const run = await t.db
+      .selectFrom('import_runs')
+      .selectAll()
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(run).toMatchObject({ status: 'failed', closed: 0 });
+    expect(await registerState(t.db)).toEqual(before);
+    // Without --full the same file loads as it always did: the cut row is rejected, nothing is marked.
+    const plain = await importFeed(t.db, 'registrar', cut);
+    expect(plain).toMatchObject({ status: 'succeeded', unchanged: 2, rejected: 1, closed: 0 });
+    expect(await registerState(t.db)).toEqual(before);
   });
 
   it('refuses a --full file without a single valid row', async () => {

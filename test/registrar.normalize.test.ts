@@ -6,6 +6,7 @@ import {
   normalizeRegistrarRow,
   parseRegisterDate,
   parseSicCode,
+  readableCompanyNumber,
 } from '../ingest/registrar/registrar.normalize.js';
 import {
   mapRegistrarHeader,
@@ -66,6 +67,37 @@ describe('company numbers', () => {
     ['', null],
   ])('%j -> %j', (input, expected) => {
     expect(normalizeCompanyNumber(input)).toBe(expected);
+  });
+});
+
+describe('the company number of a rejected row', () => {
+  const line = (number: string, fields: Parameters<typeof registrarFields>[2] = {}) =>
+    registrarLine(registrarFields(number, 'ACME LTD', fields));
+  it.each([
+    ['a row without a name', line('07687209', { CompanyName: '' }), '07687209'],
+    ['a row cut after its number', line('SC612345').split(',').slice(0, 3).join(','), 'SC612345'],
+    [
+      'a stray quote after the number',
+      line('07687209').replace('"1 HIGH STREET"', '"1 "HIGH" STREET"'),
+      '07687209',
+    ],
+    ['a number written short and in lower case', line('sc12345', { CompanyName: '' }), 'SC012345'],
+    ['unquoted fields', 'ACME LTD, 07687209 ,x', '07687209'],
+    [
+      'a name quoted with a comma and a doubled quote',
+      line('07687209', { CompanyName: 'A, "B" LTD' }),
+      '07687209',
+    ],
+    [
+      'a stray quote before the number',
+      line('07687209', { CompanyName: 'A "B" LTD' }).replace('""B""', '"B"'),
+      null,
+    ],
+    ['a row of one field', '"ACME LTD"', null],
+    ['an empty number', line(''), null],
+    ['an unusable number', line('1234/567'), null],
+  ])('%s', (_what, raw, expected) => {
+    expect(readableCompanyNumber(raw, mapRegistrarHeader(header.map((h) => h.trim())).number)).toBe(expected);
   });
 });
 

@@ -14,7 +14,7 @@ import {
   type RegistrarChunkPlan,
   releaseLabels,
 } from './registrar.loader.js';
-import type { RegistrarRecord } from './registrar.normalize.js';
+import { type RegistrarRecord, readableCompanyNumber } from './registrar.normalize.js';
 import { mapRegistrarHeader } from './registrar.parser.js';
 import { registrarNormalizer, type StagedLine } from './registrar.prepare.js';
 import { recognizeUnchanged, rowFingerprint } from './registrar.recognize.js';
@@ -69,6 +69,8 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
     if (onThread) startPreparing();
     return {
       normalize: (fields, _line, raw) => normalizeRow(fields, raw),
+      // A rejected row still names its company when its number can be read: `--full` keeps it.
+      keyOfRejected: (raw) => readableCompanyNumber(raw, index.number),
       recognize: (db, records, ctx) =>
         recognizeUnchanged(db, { country, runId: ctx.runId }, index.number, fingerprintOf, records),
       ...(onThread

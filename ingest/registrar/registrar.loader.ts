@@ -519,7 +519,10 @@ export async function mergeRegistrarChunk(
 
 /**
  * `--full`: every Org of the register country that no part of the run holds has left the register.
- * Nothing is deleted; an Org that comes back later is cleared by updateOrgs (its hash check sees
+ * A part holds a company by an accepted row (staged) or by a rejected row whose company number could be
+ * read (import_rejects.record_key, registrar.normalize.ts readableCompanyNumber): that row is in the
+ * file, only not loadable, so its Org is left as it was, neither merged nor marked. Nothing is
+ * deleted; an Org that comes back later is cleared by updateOrgs (its hash check sees
  * left_register_on set). Runs after every part has been read and merged, in the run's last transaction.
  */
 export async function closeMissingOrgs(trx: Transaction<Database>, ctx: Ctx) {
@@ -529,6 +532,9 @@ export async function closeMissingOrgs(trx: Transaction<Database>, ctx: Ctx) {
     where o.registration_country = ${ctx.country} and o.registration_number is not null
       and o.left_register_on is null
       and not exists (select 1 from ${sql.table(stageTableOf(ctx.runId))} s where s.number = o.registration_number)
+      -- The run's rejects (found by the run's index; a few, not a scan per Org).
+      and not exists (select 1 from import_rejects r
+        where r.run_id = ${ctx.runId}::bigint and r.record_key = o.registration_number)
     returning o.id`.execute(trx);
   const ids = rows.map((r) => Number(r.id));
   return { closed: ids.length, changedOrgIds: ids };

@@ -1,7 +1,7 @@
 import { hash as digest } from 'node:crypto';
 import { countryCodeOf } from '../../shared/countries.js';
 import type { NormalizedRow, RowIssue } from '../feed-handler.js';
-import { columnOf, type RegistrarRow } from './registrar.parser.js';
+import { columnOf, type RegistrarRow, rawField } from './registrar.parser.js';
 
 /**
  * Pure normalization of one register row (docs/feeds.md section 1, docs/decisions.md "Records from
@@ -56,6 +56,20 @@ export function normalizeCompanyNumber(value: string): string | null {
   const prefixed = /^([A-Z]{2})(\d{1,5})$/.exec(v);
   const padded = prefixed ? prefixed[1]! + prefixed[2]!.padStart(6, '0') : v.padStart(8, '0');
   return /^[A-Z0-9]{8}$/.test(padded) ? padded : null;
+}
+
+/**
+ * The company a rejected row names, or null: its CompanyNumber cell (at `column`, the header's position)
+ * cut from the raw text, trimmed and normalized as an accepted row's number is (normalizeCompanyNumber:
+ * `^[A-Z0-9]{8}$` after upper-casing and padding). Readable means the record is well-formed up to and
+ * including that cell: a row rejected for its name, its column count, a broken quote after the number
+ * or a file cut after it names its company; a row whose quoting breaks before the number (or that
+ * holds fewer fields) does not, since where its second field starts cannot be trusted. `--full` counts
+ * a company so named as present (registrar.loader.ts closeMissingOrgs).
+ */
+export function readableCompanyNumber(raw: string, column: number): string | null {
+  const cell = rawField(raw, column);
+  return cell === null ? null : normalizeCompanyNumber(cell.trim());
 }
 
 /** Oldest incorporation date we believe (chartered companies go back to the 1600s). */
