@@ -59,14 +59,14 @@ describe('bizdir import locations', { timeout: 120_000 }, () => {
     expect(versions).toEqual([{ version_number: 1 }]);
   });
 
-  it('fails a sheet without the required columns, exits non-zero and changes nothing', async () => {
+  it('fails a sheet without a Store code column, exits non-zero and changes nothing', async () => {
     const before = await t.db.selectFrom('locations').selectAll().orderBy('id').execute();
     const bad = await runCli(
-      ['import', 'locations', 'test/fixtures/locations-missing-column.csv', '--wait'],
+      ['import', 'locations', 'test/fixtures/locations-no-store-code.csv', '--wait'],
       env,
     );
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toMatch(/failed: Not a location sheet: missing required column Address line 1/);
+    expect(bad.stderr).toMatch(/failed: Not a location sheet: missing required column Store code/);
     expect(await t.db.selectFrom('locations').selectAll().orderBy('id').execute()).toEqual(before);
   });
 });

@@ -413,20 +413,194 @@ describe('odd values', () => {
   });
 });
 
-describe('bad files', () => {
-  it('fails a sheet missing a required column and changes nothing', async () => {
+describe('partial sheets', () => {
+  it('updates the stored Locations of a sheet without Address line 1 and rejects its new store codes', async () => {
     const before = await locations();
-    const err = await importFeed(t.db, 'locations', 'test/fixtures/locations-missing-column.csv').catch(
+    const run = await importFeed(t.db, 'locations', 'test/fixtures/locations-missing-column.csv');
+    expect(run).toMatchObject({ status: 'succeeded', inserted: 0, updated: 1, unchanged: 1, rejected: 2 });
+    const after = await locations();
+    expect(after.get('QH-003')).toMatchObject({
+      city: 'Bridlington Harbour',
+      line1: before.get('QH-003')!.line1,
+      zip: before.get('QH-003')!.zip,
+      version_number: before.get('QH-003')!.version_number + 1,
+      address_version: before.get('QH-003')!.address_version + 1,
+    });
+    expect(after.get('QH-003')!.phones).toEqual(before.get('QH-003')!.phones);
+    // Unchanged: only the fingerprint of the row it was met through is stored.
+    expect(after.get('QH-001')).toEqual({ ...before.get('QH-001'), source_fingerprint: expect.any(String) });
+    expect(after.has('QH-009')).toBe(false);
+    expect(after.has('ZZ-1')).toBe(false);
+    expect(after.size).toBe(before.size);
+    // A new store code under an Org that does not exist yet leaves no Org behind either.
+    const nowhere = await t.db
+      .selectFrom('orgs')
+      .select('id')
+      .where('name', '=', 'Nowhere Newsagent')
+      .execute();
+    expect(nowhere).toEqual([]);
+    const reason =
+      'no Location has this store code, and a new one needs Business name, Address line 1 and Country / Region: the sheet has no Address line 1 column';
+    expect(await issuesOf(run)).toEqual([
+      {
+        severity: 'rejected',
+        line_number: 4,
+        column_name: 'Store code',
+        reason,
+        raw: 'QH-009,Quayside Hardware,Filey,GB',
+      },
+      {
+        severity: 'rejected',
+        line_number: 5,
+        column_name: 'Store code',
+        reason,
+        raw: 'ZZ-1,Nowhere Newsagent,Leeds,GB',
+      },
+    ]);
+  });
+});
+
+describe('a partial sheet of phones (Store code, Primary phone)', () => {
+  const HEADER = 'Store code,Business name,Address line 1,Locality,Country / Region,Primary phone,Website';
+  let org: string;
+  const parlour = async () => {
+    const { rows } = await sql<LocationRow>`
+      select l.*, a.line1, a.city, a.country_code, a.version_number as address_version
+      from locations l join orgs o on o.id = l.org_id join addresses a on a.id = l.address_id
+      where o.name = 'Phone Parlour' order by l.code`.execute(t.db);
+    return new Map(rows.map((r) => [r.code, r]));
+  };
+  const phoneSheet = (...rows: string[]) => tempSheet(`Store code,Primary phone\r\n${rows.join('\r\n')}\r\n`);
+
+  beforeAll(async () => {
+    const first = await tempSheet(
+      `${HEADER}\r\nPP-1,Phone Parlour,1 Dial Street,Derby,GB,01332 100001,https://pp.example/1\r\nPP-2,Phone Parlour,2 Dial Street,Derby,GB,01332 100002,https://pp.example/2\r\nPP-3,Phone Parlour,3 Dial Street,Derby,GB,01332 100003,\r\n`,
+    );
+    expect(await importFeed(t.db, 'locations', first)).toMatchObject({ inserted: 3 });
+    const { public_slug } = await t.db
+      .selectFrom('orgs')
+      .select('public_slug')
+      .where('name', '=', 'Phone Parlour')
+      .executeTakeFirstOrThrow();
+    org = `${public_slug}.bizdir.test`;
+  });
+
+  it('changes only the phones of the Locations it names, bumping each changed one once', async () => {
+    const before = await parlour();
+    const run = await importFeed(
+      t.db,
+      'locations',
+      await phoneSheet('PP-1,01332 200001', 'PP-2,01332 100002', 'PP-9,01332 900009'),
+      { org },
+    );
+    expect(run).toMatchObject({ status: 'succeeded', inserted: 0, updated: 1, unchanged: 1, rejected: 1 });
+    const after = await parlour();
+    expect(after.get('PP-1')).toEqual({
+      ...before.get('PP-1'),
+      phones: { ...(before.get('PP-1')!.phones as object), default: '01332 200001' },
+      version_number: 2,
+      content_hash: expect.any(String),
+      source_fingerprint: expect.any(String),
+      updated: expect.any(Date),
+      last_run_id: run.id,
+    });
+    expect(after.get('PP-1')!.updated.getTime()).toBeGreaterThan(before.get('PP-1')!.updated.getTime());
+    expect(after.get('PP-1')).toMatchObject({
+      name: 'Phone Parlour',
+      line1: '1 Dial Street',
+      city: 'Derby',
+      country_code: 'GB',
+      address_version: 1,
+      links: expect.objectContaining({ website_url: 'https://pp.example/1' }),
+    });
+    expect(after.get('PP-2')).toMatchObject({ version_number: 1, updated: before.get('PP-2')!.updated });
+    expect(after.get('PP-3')).toEqual(before.get('PP-3'));
+    expect(after.has('PP-9')).toBe(false);
+    expect(await issuesOf(run)).toEqual([
+      {
+        severity: 'rejected',
+        line_number: 4,
+        column_name: 'Store code',
+        reason:
+          'no Location has this store code, and a new one needs Business name, Address line 1 and Country / Region: the sheet has no Business name, Address line 1 and Country / Region columns',
+        raw: 'PP-9,01332 900009',
+      },
+    ]);
+  });
+
+  it('changes nothing when imported again, in full reads and in keyed ones', async () => {
+    const before = await parlour();
+    const sheet = await phoneSheet('PP-1,01332 200001', 'PP-2,01332 100002', 'PP-9,01332 900009');
+    for (const batchSize of [undefined, 1]) {
+      const run = await importFeed(t.db, 'locations', sheet, { org, ...(batchSize ? { batchSize } : {}) });
+      expect(run).toMatchObject({ inserted: 0, updated: 0, unchanged: 2, rejected: 1 });
+      expect(await parlour()).toEqual(before);
+    }
+  });
+
+  it('fails a phones sheet that names no Org, and changes nothing', async () => {
+    const before = await parlour();
+    const err = await importFeed(t.db, 'locations', await phoneSheet('PP-1,01332 300001')).catch((e) => e);
+    expect(err).toBeInstanceOf(ImportFailedError);
+    expect(err.message).toMatch(/names no Org: give --org/);
+    expect(await parlour()).toEqual(before);
+  });
+
+  it('with --full, closes the Locations of the Org it leaves out and keeps the ones it names', async () => {
+    const before = await parlour();
+    const run = await importFeed(
+      t.db,
+      'locations',
+      await phoneSheet('PP-2,01332 100002', 'PP-1,01332 200001', 'PP-8,01332 800008'),
+      { org, full: true },
+    );
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      inserted: 0,
+      updated: 0,
+      unchanged: 2,
+      rejected: 1,
+      closed: 1,
+    });
+    const after = await parlour();
+    expect(after.get('PP-3')).toMatchObject({
+      closed_date: expect.any(String),
+      version_number: before.get('PP-3')!.version_number + 1,
+    });
+    // The sheet's first row is the Org's default now (a --full sheet is its whole list, in order).
+    expect(after.get('PP-2')).toMatchObject({
+      closed_date: null,
+      is_default: true,
+      phones: before.get('PP-2')!.phones,
+    });
+    expect(after.get('PP-1')).toMatchObject({ closed_date: null, is_default: false, name: 'Phone Parlour' });
+    expect(after.has('PP-8')).toBe(false);
+  });
+});
+
+describe('bad files', () => {
+  it('fails a sheet without a Store code column and changes nothing', async () => {
+    const before = await locations();
+    const err = await importFeed(t.db, 'locations', 'test/fixtures/locations-no-store-code.csv').catch(
       (e) => e,
     );
     expect(err).toBeInstanceOf(ImportFailedError);
-    expect(err.message).toMatch(/missing required column Address line 1/);
+    expect(err.message).toMatch(/Not a location sheet: missing required column Store code/);
     const run = await t.db
       .selectFrom('import_runs')
       .selectAll()
       .orderBy('id', 'desc')
       .executeTakeFirstOrThrow();
     expect(run).toMatchObject({ status: 'failed', inserted: 0 });
+    expect(await locations()).toEqual(before);
+  });
+
+  it('fails a sheet with Store code and no location column, and changes nothing', async () => {
+    const before = await locations();
+    const sheet = await tempSheet('Store code,Notes\nQH-001,call back\n');
+    const err = await importFeed(t.db, 'locations', sheet).catch((e) => e);
+    expect(err).toBeInstanceOf(ImportFailedError);
+    expect(err.message).toMatch(/Not a location sheet: no location column besides Store code/);
     expect(await locations()).toEqual(before);
   });
 

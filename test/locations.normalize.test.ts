@@ -2,8 +2,9 @@ import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { ImportOptionsError } from '../ingest/feed-handler.js';
 import { locationsFeed } from '../ingest/locations/locations.feed.js';
-import { headerKey, matchLocationHeaders } from '../ingest/locations/locations.headers.js';
+import { headerKey, matchLocationHeaders, newLocationGap } from '../ingest/locations/locations.headers.js';
 import { normalizeLocationRow, urlOf, yearOf } from '../ingest/locations/locations.normalize.js';
+import { mergeAddress } from '../ingest/locations/locations.records.js';
 import { regionOf } from '../ingest/locations/locations.regions.js';
 import { FeedFormatError } from '../shared/errors.js';
 
@@ -72,14 +73,63 @@ describe('location sheet headers', () => {
     expect(Object.values(cols.index)).not.toContain(34);
   });
 
-  it('refuses a sheet without a required column, naming each one', () => {
-    expect(() => matchLocationHeaders(['Store code', 'Business name'])).toThrow(FeedFormatError);
-    expect(() => matchLocationHeaders(['Store code', 'Business name'])).toThrow(
-      /Address line 1, Country \/ Region/,
+  it('takes a sheet with Store code and any location column, refusing one without Store code', () => {
+    expect(matchLocationHeaders(['Store code', 'Primary phone']).index).toEqual({
+      storeCode: 0,
+      primaryPhone: 1,
+    });
+    expect(matchLocationHeaders(['Shop code', 'Business name']).index).toEqual({
+      storeCode: 0,
+      businessName: 1,
+    });
+    expect(() => matchLocationHeaders(['Business name', 'Address line 1', 'Country'])).toThrow(
+      FeedFormatError,
+    );
+    expect(() => matchLocationHeaders(['Business name', 'Address line 1', 'Country'])).toThrow(
+      'Not a location sheet: missing required column Store code',
     );
     expect(() => matchLocationHeaders(['CompanyName', ' CompanyNumber'])).toThrow(
-      /Store code, Business name/,
+      /missing required column Store code/,
     );
+  });
+
+  it('refuses a sheet whose only known columns are Store code and the Org columns', () => {
+    for (const header of [
+      ['Store code'],
+      ['Store code', 'Amenities: Wi-Fi (wi_fi)', 'Cover photo'],
+      ['Store code', 'Org domain', 'Company number'],
+    ]) {
+      expect(() => matchLocationHeaders(header)).toThrow(
+        /^Not a location sheet: no location column besides Store code/,
+      );
+    }
+  });
+
+  it('says whether a sheet can create Locations, naming the columns it lacks', () => {
+    expect(newLocationGap(matchLocationHeaders(EN_US.split(',')))).toBeNull();
+    expect(
+      newLocationGap(matchLocationHeaders(['Store code', 'Business name', 'Address line 1', 'Country'])),
+    ).toBeNull();
+    expect(newLocationGap(matchLocationHeaders(['Store code', 'Business name', 'Country / Region']))).toBe(
+      'no Location has this store code, and a new one needs Business name, Address line 1 and Country / Region: the sheet has no Address line 1 column',
+    );
+    expect(newLocationGap(matchLocationHeaders(['Store code', 'Primary phone']))).toMatch(
+      /the sheet has no Business name, Address line 1 and Country \/ Region columns$/,
+    );
+  });
+
+  it('fails a sheet that can name no Org: no Org columns, no --org, no Business name and country', () => {
+    const prepare = (header: string[], options: { org?: string } = {}) =>
+      locationsFeed.prepare(header, { full: false, ...options }, header.join(','), {
+        domainSuffix: 'bizdir.test',
+      });
+    expect(() => prepare(['Store code', 'Primary phone'])).toThrow(FeedFormatError);
+    expect(() => prepare(['Store code', 'Business name', 'Primary phone'])).toThrow(
+      /names no Org: give --org, or add an Org domain or Company number column, or Business name and Country \/ Region/,
+    );
+    expect(() => prepare(['Store code', 'Primary phone'], { org: 'acme.bizdir.test' })).not.toThrow();
+    expect(() => prepare(['Store code', 'Org domain', 'Primary phone'])).not.toThrow();
+    expect(() => prepare(['Store code', 'Business name', 'Country', 'Primary phone'])).not.toThrow();
   });
 });
 
@@ -145,6 +195,36 @@ describe('location rows', () => {
     expect('description' in location).toBe(false);
     expect('special' in location).toBe(false);
     expect(address).toEqual({ country_code: 'GB', line1: '1 Main St' });
+  });
+
+  it('reads a row of a sheet without name, address line 1 or country: only what it has', () => {
+    const result = one('Store code,Primary phone,Administrative area\nP-1,+1 512 555 0100,TX');
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    const { location, address, org } = result.row;
+    expect(org).toEqual({ businessName: '', country: '' });
+    expect('name' in location).toBe(false);
+    expect(location.phones).toEqual({ default: '+1 512 555 0100' });
+    // No country to read the area by: the merge reads it with the stored country.
+    expect(address).toEqual({ area: 'TX' });
+    const stored = {
+      line1: '1 Congress Ave',
+      city: 'Austin',
+      state: 'Nevada',
+      state_code: 'NV',
+      country_code: 'US',
+    };
+    expect(mergeAddress(address, stored)).toEqual({
+      line1: '1 Congress Ave',
+      line2: null,
+      line3: null,
+      city: 'Austin',
+      sublocality: null,
+      state: 'Texas',
+      state_code: 'TX',
+      zip: null,
+      country_code: 'US',
+    });
   });
 
   it('turns US state codes and names into state and state_code, and keeps Irish counties as names', () => {

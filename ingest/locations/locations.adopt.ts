@@ -13,8 +13,8 @@ type Trx = Transaction<Database>;
 
 /**
  * The rows that may have a by-name Location apart: their Org was named (by domain, company number
- * or `--org`), not found by its business name, they have a business name, and no Location has
- * their key yet.
+ * or `--org`), not found by its business name, they have a business name and a country (a partial
+ * sheet may lack them), and no Location has their key yet.
  */
 export function homelessNamed(
   candidates: readonly Pending[],
@@ -26,7 +26,7 @@ export function homelessNamed(
     ref.orgDomain !== undefined || ref.companyNumber !== undefined || hasFallback;
   return candidates.filter((p) => {
     const ref = refOf(p.record);
-    return !known.has(p.key) && named(ref) && ref.businessName !== '';
+    return !known.has(p.key) && named(ref) && ref.businessName !== '' && ref.country !== '';
   });
 }
 

@@ -1,7 +1,7 @@
 import { ISO_CODES } from '../../shared/countries.js';
 import type { ImportOptionsJson } from '../../shared/database.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed-handler.js';
-import { matchLocationHeaders } from './locations.headers.js';
+import { checkOrgNaming, matchLocationHeaders } from './locations.headers.js';
 import { type LocationRecord, LocationsLoader } from './locations.loader.js';
 
 /** The location feed: business-profile bulk-upload sheets (docs/feeds.md section 2). */
@@ -35,7 +35,9 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
   lookupColumns: { locations: ['org_id', 'code'] },
 
   prepare(header, options, _headerRaw, config): PreparedFeed<LocationRecord> {
-    const loader = new LocationsLoader(matchLocationHeaders(header), {
+    const columns = matchLocationHeaders(header);
+    checkOrgNaming(columns, options.org !== undefined);
+    const loader = new LocationsLoader(columns, {
       full: options.full === true,
       org: options.org,
       domainSuffix: config.domainSuffix,

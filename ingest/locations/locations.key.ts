@@ -29,21 +29,25 @@ export function countryOf(cell: string | undefined): string {
 }
 
 /**
- * A key reader for one sheet. `key` is null when the row lacks a store code, a business name or a
- * country code: such a row is refused, and only the full normalizer says why.
+ * A key reader for one sheet. `key` is null when the row lacks a store code, or its sheet has a
+ * business name or country column and the row no value (or no country code) there: such a row is
+ * refused, and only the full normalizer says why. A sheet without those columns gives the Org ref
+ * empty ones, as the normalizer does.
  */
 export function locationKeyReader(columns: LocationColumns) {
   const at = (field: LocationField) => columns.index[field];
   const code = at('storeCode')!;
-  const name = at('businessName')!;
-  const country = at('country')!;
+  const name = at('businessName');
+  const country = at('country');
   const orgDomain = at('orgDomain');
   const companyNumber = at('companyNumber');
   return (cells: readonly string[]): LocationKey | null => {
     const storeCode = sheetText(cells[code] ?? '');
-    const businessName = sheetText(cells[name] ?? '');
-    const cc = countryOf(cells[country]);
-    if (storeCode === null || businessName === null || !ISO_SHAPE.test(cc)) return null;
+    const businessName = name === undefined ? '' : sheetText(cells[name] ?? '');
+    const cc = country === undefined ? '' : countryOf(cells[country]);
+    if (storeCode === null || businessName === null || (country !== undefined && !ISO_SHAPE.test(cc))) {
+      return null;
+    }
     const org: OrgRef = { businessName, country: cc };
     const domain = orgDomain === undefined ? null : sheetText(cells[orgDomain] ?? '');
     if (domain) org.orgDomain = domain;

@@ -5,7 +5,7 @@ import type { BatchOutcome, BatchRow, FinishOutcome, LoadContext, NormalizedRow 
 import { recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';
 import { finishRun, recordFirstRows, settleDefaults } from './locations.close.js';
-import type { LocationColumns, LocationField } from './locations.headers.js';
+import { type LocationColumns, type LocationField, newLocationGap } from './locations.headers.js';
 import { locationKeyReader, rowFingerprinter } from './locations.key.js';
 import { RunLabels } from './locations.labels.js';
 import {
@@ -72,6 +72,11 @@ export class LocationsLoader {
   private readonly normalizeRow: ReturnType<typeof locationRowNormalizer>;
   private readonly readKey: ReturnType<typeof locationKeyReader>;
   /**
+   * Null when the sheet has every column a new Location needs; else the reason its rows that name no
+   * stored Location are refused (a partial sheet updates stored Locations only, see newLocationGap).
+   */
+  private readonly newGap: string | null;
+  /**
    * Whether the read-ahead normalizes (and merges) every row, or reads only its key. It follows the
    * last batch: while most rows are written (a first import) the work is done ahead, in parallel with
    * Postgres; once most rows turn out unchanged (a re-import), it is not done at all for them.
@@ -92,6 +97,7 @@ export class LocationsLoader {
     this.fingerprintOf = rowFingerprinter(options.header);
     this.normalizeRow = locationRowNormalizer(columns);
     this.readKey = locationKeyReader(columns);
+    this.newGap = newLocationGap(columns);
   }
 
   /** The read-ahead's part (pure, no database): see LocationRecord. */
@@ -114,7 +120,8 @@ export class LocationsLoader {
       const { row, warnings } = result;
       const clean = warnings.length === 0;
       const kept = clean ? fingerprint : null;
-      const merged = mergeAhead ? mergeAheadOf(row, kept) : null;
+      // Merging ahead is the merge of a new Location: none for a sheet that creates none.
+      const merged = mergeAhead && this.newGap === null ? mergeAheadOf(row, kept) : null;
       return {
         ok: true,
         record: { kind: 'row', row, fingerprint: kept, merged },
@@ -170,7 +177,8 @@ export class LocationsLoader {
    * Which Org each row names: the rows that name a Location of a known Org, and the keys of refused
    * rows (recorded so `--full` does not close their Locations). Only rows that will load may create a
    * by-name Org, so a refused row never leaves an empty Org behind: a keyed row whose Org is missing
-   * is normalized first.
+   * is normalized first. A sheet that creates no Locations (newGap) creates no Org either: a new Org
+   * has no Location, so its row would be refused as new; it is refused for that reason at once.
    */
   private async candidatesOf(
     trx: Transaction<Database>,
@@ -179,17 +187,18 @@ export class LocationsLoader {
   ): Promise<{ candidates: Pending[]; refusedKeys: string[] }> {
     const resolver = await this.orgs(trx);
     const records: (LocationRecord | null)[] = rows.map((r) => r.record);
+    const creates = this.newGap === null;
     const found = await resolver.resolve(
       trx,
       rows.map((r) => refOf(r.record)),
-      rows.map((r) => r.record.kind === 'row'),
+      rows.map((r) => creates && r.record.kind === 'row'),
     );
     const retry: number[] = [];
     rows.forEach((r, i) => {
       if (r.record.kind !== 'keyed' || found[i]!.ok) return;
       const normalized = this.normalizeKeyed(r, r.record, issues);
       records[i] = normalized;
-      if (normalized?.kind === 'row') retry.push(i);
+      if (normalized?.kind === 'row' && creates) retry.push(i);
     });
     if (retry.length > 0) {
       const again = await resolver.resolve(
@@ -202,7 +211,34 @@ export class LocationsLoader {
       });
     }
 
+    if (this.newGap !== null) {
+      found.forEach((lookup, i) => {
+        if (!lookup.ok && lookup.byName) found[i] = { ok: false, field: 'storeCode', reason: this.newGap! };
+      });
+    }
     return candidatesFrom(rows, records, found, issues, (field) => this.label(field));
+  }
+
+  /**
+   * A sheet without a column a new Location needs (newGap) creates none: a row whose key has no
+   * stored Location, once the batch's moves are done, is refused, and its key recorded as any refused
+   * row's (a `--full` run counts its Org as named). The stored keys are known by then: no lookup more.
+   */
+  private refuseNew(
+    candidates: readonly Pending[],
+    stateByKey: ReadonlyMap<string, LocationState>,
+    issues: BatchIssues,
+    refusedKeys: string[],
+  ): readonly Pending[] {
+    const reason = this.newGap;
+    if (reason === null) return candidates;
+    const column = this.label('storeCode');
+    return candidates.filter((p) => {
+      if (stateByKey.has(p.key)) return true;
+      issues.refuse(p, { column, reason });
+      refusedKeys.push(p.key);
+      return false;
+    });
   }
 
   /**
@@ -210,8 +246,8 @@ export class LocationsLoader {
    * 1. which Org each row names (candidatesOf);
    * 2. the stored state of each (Org, store code), after moving by-name Locations to the Org a row
    *    now names (adopt);
-   * 3. keyed rows that their fingerprint does not settle are normalized; of duplicate keys the later
-   *    row wins;
+   * 3. a sheet that creates no Locations refuses rows whose key has none (refuseNew); keyed rows
+   *    that their fingerprint does not settle are normalized; of duplicate keys the later row wins;
    * 4. the keys are recorded for the run (repeats across batches, `--full`; see recordKeys), and rows
    *    settled by their fingerprint are counted unchanged;
    * 5. the other rows are merged (unless merged ahead), compared by hash, and written.
@@ -278,7 +314,8 @@ export class LocationsLoader {
     const stateByKey = new Map(states.map((e) => [keyOf(e.org_id, e.code), e]));
     const settled = (p: Pending) => isSettled(p, stateByKey.get(p.key), moved);
 
-    const normalized = this.normalizeUnsettled(candidates, settled, issues, refusedKeys);
+    const stored = this.refuseNew(candidates, stateByKey, issues, refusedKeys);
+    const normalized = this.normalizeUnsettled(stored, settled, issues, refusedKeys);
     const { unique, duplicates: inBatch } = lastRowWins(normalized);
     if (this.options.full) {
       // An Org an earlier batch met keeps that batch's first row: not sent again (nor waited for). The

@@ -136,7 +136,7 @@ export function candidatesFrom(
       return;
     }
     if (!lookup.ok) {
-      issues.refuse(r, { column: label(lookup.field), reason: lookup.reason });
+      issues.refuse(r, { column: lookup.field === null ? null : label(lookup.field), reason: lookup.reason });
       return;
     }
     const code = x.kind === 'row' ? x.row.location.code : x.code;

@@ -11,13 +11,18 @@ import { regionOf } from './locations.regions.js';
  * Pure: the loader merges the patch with what is stored.
  */
 
-/** Always with a country: the country column is required and a row without a value is refused. */
-export type AddressPatch = Partial<AddressFields> & { country_code: string };
+/**
+ * The address fields the sheet has. A row of a sheet with a country column always has a country (a
+ * row without a value is refused). `area`: the Administrative area cell of a sheet without a country
+ * column, read (regionOf) with the stored Location's country when merged.
+ */
+export type AddressPatch = Partial<AddressFields> & { area?: string };
 
 /** The nested parts: phones and links as far as the sheet has their columns, hours by weekday. */
 interface PatchParts {
   code: string;
-  name: string;
+  /** Absent (the stored name stays) only in a sheet without a Business name column. */
+  name?: string;
   phones: Partial<Phones>;
   links: Partial<Links>;
   /**
@@ -29,9 +34,12 @@ interface PatchParts {
 }
 
 /** A row's Location: the nested parts, and the other content fields (record-fields.ts) as far as the sheet has them. */
-export type LocationPatch = PatchParts & Omit<StoredLocation, 'phones' | 'hours' | 'links'>;
+export type LocationPatch = PatchParts & Omit<StoredLocation, 'name' | 'phones' | 'hours' | 'links'>;
 
-/** How the row names its Org (docs/decisions.md, Records from the feeds); only non-empty cells are kept. */
+/**
+ * How the row names its Org (docs/decisions.md, Records from the feeds); only non-empty cells are kept.
+ * `businessName` and `country` are empty when the sheet lacks their column.
+ */
 export interface OrgRef {
   orgDomain?: string;
   companyNumber?: string;
@@ -213,8 +221,9 @@ function readDetails(r: RowReader, location: LocationPatch): void {
   if (logo !== undefined) location.logo_url = logo === null ? null : urlOf(logo);
 }
 
-function readAddress(r: RowReader, country: string): AddressPatch {
-  const address: AddressPatch = { country_code: country };
+function readAddress(r: RowReader, country: string | undefined): AddressPatch {
+  const address: AddressPatch = {};
+  if (country !== undefined) address.country_code = country;
   for (const [field, key] of ADDRESS_COLUMNS) {
     const value = r.opt(field);
     if (value !== undefined) address[key] = value;
@@ -229,19 +238,27 @@ function readAddress(r: RowReader, country: string): AddressPatch {
   }
   if (rest !== undefined) address.line3 = rest.length === 0 ? null : rest.join(', ');
   const area = r.cell('administrativeArea');
-  if (area !== undefined) {
-    const region = regionOf(area, country);
+  if (area !== undefined && country === undefined) address.area = area;
+  else if (area !== undefined) {
+    const region = regionOf(area, country!);
     address.state = region.state;
     address.state_code = region.state_code;
   }
   return address;
 }
 
+/**
+ * A partial sheet may lack the Business name and country columns (docs/feeds.md section 2): the row
+ * then updates a stored Location only (the loader refuses it otherwise), which keeps its name and
+ * country. A column that is there still needs a value in every row.
+ */
 function readRow(r: RowReader): NormalizedLocation {
   const code = text(r.cell('storeCode')!);
-  const businessName = text(r.cell('businessName')!);
-  const country = countryOf(r.cell('country'));
-  const org: OrgRef = { businessName: businessName ?? '', country };
+  const nameCell = r.cell('businessName');
+  const businessName = nameCell === undefined ? undefined : text(nameCell);
+  const countryCell = r.cell('country');
+  const country = countryCell === undefined ? undefined : countryOf(countryCell);
+  const org: OrgRef = { businessName: businessName ?? '', country: country ?? '' };
   const orgDomain = r.opt('orgDomain');
   if (orgDomain) org.orgDomain = orgDomain;
   const companyNumber = r.opt('companyNumber');
@@ -253,7 +270,7 @@ function readRow(r: RowReader): NormalizedLocation {
     return { ok: false, issue: { column: r.label('storeCode'), reason } };
   }
   if (businessName === null) return refuse(r, 'businessName', 'business name is empty', code, org);
-  if (businessName.length > MAX_BUSINESS_NAME) {
+  if (businessName !== undefined && businessName.length > MAX_BUSINESS_NAME) {
     return refuse(
       r,
       'businessName',
@@ -262,7 +279,7 @@ function readRow(r: RowReader): NormalizedLocation {
       org,
     );
   }
-  if (!ISO_SHAPE.test(country)) {
+  if (country !== undefined && !ISO_SHAPE.test(country)) {
     const reason = country === '' ? 'country is empty' : `"${country}" is not an ISO 3166 country code`;
     return refuse(r, 'country', reason, code, org);
   }
@@ -288,11 +305,11 @@ function readRow(r: RowReader): NormalizedLocation {
   }
   const location: LocationPatch = {
     code,
-    name: businessName,
     phones: readPhones(r),
     links: readLinks(r),
     normal,
   };
+  if (businessName !== undefined) location.name = businessName;
   if (special !== undefined) location.special = special;
   readDetails(r, location);
   return { ok: true, row: { location, address: readAddress(r, country), org }, warnings: r.warnings };

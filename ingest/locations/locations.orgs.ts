@@ -4,6 +4,7 @@ import type { Database } from '../../shared/database.js';
 import { parseDomain, slugify } from '../../shared/domains.js';
 import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.js';
 import { allocateSlugs } from '../public-domains.js';
+import type { LocationField } from './locations.headers.js';
 import type { OrgRef } from './locations.normalize.js';
 
 /**
@@ -19,9 +20,16 @@ export interface OrgInfo {
   domain_cc: string;
 }
 
+/**
+ * A failed lookup names the column at fault (null: none); `byName` when the row names its Org by
+ * business name and country and no such Org exists (the resolver was not allowed to create it).
+ */
 export type OrgLookup =
   | { ok: true; org: OrgInfo }
-  | { ok: false; field: 'orgDomain' | 'companyNumber'; reason: string };
+  | { ok: false; field: LocationField | null; reason: string; byName?: true };
+
+/** A row of a partial sheet without Org cells, `--org`, or the business name and country to find its Org by. */
+const NO_ORG = 'names no Org: no Org domain or Company number, and no Business name and Country / Region';
 
 /** Upper case, spaces dropped, left-padded to the register's 8 characters (`SC12345` -> `SC012345`). */
 export function companyNumberOf(value: string): string | null {
@@ -109,7 +117,7 @@ export class OrgResolver {
     ref: OrgRef,
   ):
     | { key: string; field?: 'orgDomain' | 'companyNumber'; domain?: OrgDomainRef }
-    | { reason: string; field: 'orgDomain' | 'companyNumber' }
+    | { reason: string; field: 'orgDomain' | 'companyNumber' | null }
     | null {
     if (ref.orgDomain !== undefined) {
       const d = parseDomain(ref.orgDomain, this.options.domainSuffix);
@@ -128,6 +136,7 @@ export class OrgResolver {
       return { key: `n:${n}`, field: 'companyNumber' };
     }
     if (this.options.fallback) return null;
+    if (ref.businessName === '' || ref.country === '') return { field: null, reason: NO_ORG };
     return { key: `o:${ref.country.toLowerCase()}:${ref.businessName.toLowerCase()}` };
   }
 
@@ -149,13 +158,11 @@ export class OrgResolver {
       if ('reason' in k) return { ok: false, field: k.field, reason: k.reason };
       const hit = this.cache.get(k.key);
       if (hit !== undefined && typeof hit !== 'string') return { ok: true, org: hit };
-      const field = k.field ?? 'orgDomain';
       const ref = refs[i]!;
-      return {
-        ok: false,
-        field,
-        reason: hit ?? `no Org for "${ref.orgDomain ?? ref.companyNumber ?? ref.businessName}"`,
-      };
+      const reason = hit ?? `no Org for "${ref.orgDomain ?? ref.companyNumber ?? ref.businessName}"`;
+      return k.field === undefined
+        ? { ok: false, field: null, reason, byName: true }
+        : { ok: false, field: k.field, reason };
     });
   }
 

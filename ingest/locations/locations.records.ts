@@ -12,6 +12,7 @@ import {
 } from '../../shared/record-fields.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import type { AddressPatch, LocationPatch } from './locations.normalize.js';
+import { regionOf } from './locations.regions.js';
 
 /**
  * A Location patch merged with what is stored, in one canonical shape, and its content hash. The
@@ -28,9 +29,9 @@ export interface Hours {
   special_message: string | null;
 }
 
-/** The nested parts in their canonical (full) shapes, and the name a row always has. */
+/** The nested parts in their canonical (full) shapes, and the name (null only if stored so). */
 interface ContentParts {
-  name: string;
+  name: string | null;
   phones: Phones;
   hours: Hours;
   links: Links;
@@ -41,20 +42,19 @@ export type LocationContent = {
   [K in LocationContentField]: K extends keyof ContentParts ? ContentParts[K] : Selectable<LocationsTable>[K];
 };
 
-/** A sheet row's address always has a country (a required column). */
-export interface AddressContent extends Omit<AddressFields, 'country_code'> {
-  country_code: string;
-}
+/** A merged Address. A new Location's always has a country (the loader creates none from a sheet without one). */
+export type AddressContent = AddressFields;
 
 /** Stored values, as far as they were read (only columns the sheet does not fully cover are read). */
 export type StoredLocation = { -readonly [K in keyof typeof COLUMN_SOURCES]?: Selectable<LocationsTable>[K] };
-export type StoredAddress = Partial<Omit<AddressContent, 'country_code'>>;
+export type StoredAddress = Partial<AddressContent>;
 
 /** The sheet columns of the links besides Website. */
 const LINK_COLUMN_FIELDS = Object.keys(LINK_FIELDS) as (keyof typeof LINK_FIELDS)[];
 
 /** Which stored columns a sheet leaves partly or wholly to the stored value (partial sheets). */
 const COLUMN_SOURCES = {
+  name: ['businessName'],
   description: ['description'],
   phones: ['primaryPhone', 'additionalPhones'],
   hours: [...DAY_FIELDS, 'specialHours'],
@@ -66,9 +66,10 @@ const COLUMN_SOURCES = {
   categories: ['additionalCategories'],
   labels: ['labels'],
   logo_url: ['logoPhoto'],
-} as const satisfies Record<Exclude<LocationContentField, 'name'>, readonly LocationField[]>;
+} as const satisfies Record<LocationContentField, readonly LocationField[]>;
 
 const ADDRESS_SOURCES = {
+  line1: ['addressLine1'],
   line2: ['addressLine2'],
   line3: ['addressLine3', 'addressLine4', 'addressLine5'],
   city: ['locality'],
@@ -76,7 +77,9 @@ const ADDRESS_SOURCES = {
   state: ['administrativeArea'],
   state_code: ['administrativeArea'],
   zip: ['postalCode'],
-} as const satisfies Record<Exclude<keyof StoredAddress, 'line1'>, readonly LocationField[]>;
+  // Also what a deferred Administrative area is read with (AddressPatch.area).
+  country_code: ['country'],
+} as const satisfies Record<keyof StoredAddress, readonly LocationField[]>;
 
 const missingAny = (columns: LocationColumns, fields: readonly LocationField[]) =>
   fields.some((f) => columns.index[f] === undefined);
@@ -143,7 +146,7 @@ function mergeKeys<K extends string>(
 
 export function mergeLocation(patch: LocationPatch, stored: StoredLocation | undefined): LocationContent {
   return {
-    name: patch.name,
+    name: keep(patch.name, stored?.name),
     description: keep(patch.description, stored?.description),
     phones: mergeKeys(PHONE_KEYS, patch.phones, stored?.phones),
     hours: mergeHours(patch, stored?.hours),
@@ -158,13 +161,19 @@ export function mergeLocation(patch: LocationPatch, stored: StoredLocation | und
   };
 }
 
-/** Field by field in ADDRESS_FIELDS order: the order its content hash is taken in. */
+/**
+ * Field by field in ADDRESS_FIELDS order: the order its content hash is taken in. An Administrative
+ * area of a sheet without a country column is read with the stored country (regionOf).
+ */
 export function mergeAddress(patch: AddressPatch, stored: StoredAddress | undefined): AddressContent {
   const out = {} as Record<AddressField, string | null>;
-  for (const f of ADDRESS_FIELDS) {
-    out[f] = f === 'country_code' ? patch.country_code : keep(patch[f], stored?.[f]);
+  for (const f of ADDRESS_FIELDS) out[f] = keep(patch[f], stored?.[f]);
+  if (patch.area !== undefined) {
+    const region = regionOf(patch.area, out.country_code ?? '');
+    out.state = region.state;
+    out.state_code = region.state_code;
   }
-  return out as AddressContent;
+  return out;
 }
 
 /**

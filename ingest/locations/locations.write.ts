@@ -72,16 +72,29 @@ export function mergeRow(row: LocationRow, e: ExistingLocation | undefined): Mer
  */
 export function mergeAhead(row: LocationRow, fingerprint: string | null): MergedAhead {
   const m = mergeRow(row, undefined);
+  const { name, countryCode } = newLocationParts(m);
   const orgName = row.org.businessName;
   return {
     hash: m.hash,
     addrHash: m.addrHash,
     copy: newLocationCopy(m, fingerprint),
-    name: m.content.name,
+    name,
     city: m.address.city,
-    countryCode: m.address.country_code,
-    slugGuess: { orgName, base: slugBaseOf(orgName, m.address.city, m.content.name) },
+    countryCode,
+    slugGuess: { orgName, base: slugBaseOf(orgName, m.address.city, name) },
   };
+}
+
+/**
+ * The name and country of a row that creates a Location. Rows of a sheet without a Business name or
+ * country column create none (LocationsLoader refuses them and does not merge them ahead), and a row
+ * of a sheet with them has both (the normalizer refuses an empty cell).
+ */
+function newLocationParts(m: MergedRow): { name: string; countryCode: string } {
+  const { name } = m.content;
+  const countryCode = m.address.country_code;
+  if (name === null || countryCode === null) throw new Error('a new Location needs a name and a country');
+  return { name, countryCode };
 }
 
 /** What to do with one merged row, given its stored Location (if any). */
@@ -141,15 +154,16 @@ export function planWrites(
 
 /** A row merged in the batch, as the read-ahead would have kept it (only its COPY text is new work). */
 function aheadOf(m: MergedRow, p: Loaded): MergedAhead {
+  const { name, countryCode } = newLocationParts(m);
   const orgName = p.org.informal_name ?? p.org.name;
   return {
     hash: m.hash,
     addrHash: m.addrHash,
     copy: newLocationCopy(m, p.record.fingerprint),
-    name: m.content.name,
+    name,
     city: m.address.city,
-    countryCode: m.address.country_code,
-    slugGuess: { orgName, base: slugBaseOf(orgName, m.address.city, m.content.name) },
+    countryCode,
+    slugGuess: { orgName, base: slugBaseOf(orgName, m.address.city, name) },
   };
 }
 
@@ -175,30 +189,31 @@ function insertOf(p: Loaded, m: MergedAhead): Insert {
   };
 }
 
-function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation | undefined, runId: number): Write {
-  const cc = e?.domain_cc ?? m.address.country_code.toLowerCase();
+/** A changed Location (new ones go through COPY, insertOf): its domain and keys stay. */
+function writeOf(p: Loaded, m: MergedRow, e: ExistingLocation, runId: number): Write {
+  const cc = e.domain_cc;
   return {
     p,
     addr: {
-      id: e?.address_id ?? 0,
+      id: e.address_id ?? 0,
       domain_cc: cc,
       content: m.address,
       hash: m.addrHash,
     },
     loc: {
-      id: e?.id ?? 0,
+      id: e.id,
       org_id: p.org.id,
       code: p.code,
       domain_cc: cc,
-      public_slug: e?.public_slug ?? '',
-      address_id: e?.address_id ?? 0,
+      public_slug: e.public_slug,
+      address_id: e.address_id ?? 0,
       position: p.line,
       content: m.content,
       encoded: m.encoded,
       hash: m.hash,
       fingerprint: p.record.fingerprint,
       // A Location the run already wrote (a repeated key) is not bumped a second time.
-      bump: e === undefined || e.last_run_id !== runId,
+      bump: e.last_run_id !== runId,
     },
   };
 }
@@ -208,12 +223,12 @@ export const isOwnSlug = (slug: string, base: string) =>
   slug === base || (slug.startsWith(`${base}-`) && /^\d+$/.test(slug.slice(base.length + 1)));
 
 /** Public Location domain label: the Org's informal name (or name) and the Location's city (or name). */
-export const slugBase = (org: OrgInfo, city: string | null, name: string) =>
+export const slugBase = (org: OrgInfo, city: string | null, name: string | null) =>
   slugBaseOf(org.informal_name ?? org.name, city, name);
 
-/** slugBase for an Org called `orgName` (its informal name, or its name). */
-export const slugBaseOf = (orgName: string, city: string | null, name: string) =>
-  slugify(`${orgName} ${city ?? name}`, 'location');
+/** slugBase for an Org called `orgName` (its informal name, or its name; a stored Location may have none). */
+export const slugBaseOf = (orgName: string, city: string | null, name: string | null) =>
+  slugify(`${orgName} ${city ?? name ?? ''}`, 'location');
 
 /** A new Location's label base: the one the read-ahead guessed (MergedAhead.slugGuess) when its Org has that name. */
 function insertSlugBase(x: Insert): string {
