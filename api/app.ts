@@ -11,7 +11,12 @@ import { contactRoutes } from './contacts/contact.routes.js';
 import { creditsPlugin } from './credits/credits.plugin.js';
 import { usageRoutes } from './credits/usage.routes.js';
 import { MAX_PATH_PARAM_LENGTH } from './http/error-mapping.js';
-import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from './http/errors.plugin.js';
+import {
+  answerUnmetExpectation,
+  clientErrorHandler,
+  errorsPlugin,
+  frameworkErrorHandler,
+} from './http/errors.plugin.js';
 import { infraPlugin } from './http/infra.plugin.js';
 import { swaggerPlugin } from './http/swagger.plugin.js';
 import { validatorCompiler } from './http/validation.js';
@@ -68,7 +73,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     return503OnClosing: false,
+    // A request without Host is refused by errors.plugin.ts in our shape (Node's own 400 has no body).
+    http: { requireHostHeader: false },
   });
+  app.server.on('checkExpectation', answerUnmetExpectation);
   app.setValidatorCompiler(validatorCompiler());
   // JSON only (docs/decisions.md, Contacts): text bodies get 415 instead of being parsed as strings.
   app.removeContentTypeParser('text/plain');

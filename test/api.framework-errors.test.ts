@@ -43,6 +43,22 @@ describe('framework errors', () => {
     expectError(res, 400, BAD_URL);
   });
 
+  it('an HTTP/1.1 request without Host is 400 in our shape; HTTP/1.0 needs none', async () => {
+    const res = parseResponse(
+      await rawExchange(port, `GET /v1/usage?api_key=${api.key} HTTP/1.1\r\nconnection: close\r\n\r\n`),
+    );
+    expectError(res, 400, 'Bad Request: the request has no Host header');
+    const old = parseResponse(await rawExchange(port, `GET /v1/usage?api_key=${api.key} HTTP/1.0\r\n\r\n`));
+    expect(old.status).toBe(200);
+  });
+
+  it('an Expect other than 100-continue is 417 in our shape', async () => {
+    const res = await rawRequest(port, 'GET', `/v1/usage?api_key=${api.key}`, {
+      headers: { expect: 'teapot' },
+    });
+    expectError(res, 417, 'Expectation Failed: only Expect: 100-continue is supported');
+  });
+
   it('every legal domain reaches its route (up to 253 characters) and gets 404 when nothing matches', async () => {
     const label = (c: string) => c.repeat(63);
     // Two 63-character labels: the Org domain of the report.
