@@ -70,6 +70,42 @@ describe('GET /v1/org/search', () => {
     expect(t.db).toBeGreaterThan(0);
   });
 
+  it('sends a strong ETag: a current If-None-Match is a free 304, a changed page a new tag', async () => {
+    const { api_key: own } = await newAccount(t.db);
+    const first = await app.inject({ method: 'GET', url: `/v1/org/search?q=idget&api_key=${own}` });
+    expect(first.statusCode).toBe(200);
+    const etag = String(first.headers.etag);
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{32}"$/);
+    const again = await app.inject({
+      method: 'GET',
+      url: `/v1/org/search?q=idget&api_key=${own}`,
+      headers: { 'if-none-match': etag },
+    });
+    expect({ status: again.statusCode, body: again.body, etag: again.headers.etag }).toEqual({
+      status: 304,
+      body: '',
+      etag,
+    });
+    const usage = await get(app, '/v1/usage', own);
+    expect(usage.body.request).toMatchObject({ requests_this_period: 1 });
+    const other = await app.inject({ method: 'GET', url: `/v1/org/search?q=idget&offset=1&api_key=${own}` });
+    expect(other.headers.etag).not.toBe(etag);
+    // The tag covers the Orgs as Postgres has them: a change to a listed Org is a new tag and a 200.
+    await t.db
+      .updateTable('orgs')
+      .set({ informal_name: 'ACME WIDGETS RENAMED' })
+      .where('name', '=', 'ACME WIDGETS LTD')
+      .execute();
+    const changed = await app.inject({
+      method: 'GET',
+      url: `/v1/org/search?q=idget&api_key=${own}`,
+      headers: { 'if-none-match': etag },
+    });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.headers.etag).not.toBe(etag);
+    expect(changed.json().orgs.results[0].informal_name).toBe('ACME WIDGETS RENAMED');
+  });
+
   it('applies sort, limit and offset, and matches an exact domain', async () => {
     const all = await get(app, '/v1/org/search?sort=-name&limit=2&offset=1', key);
     const page = all.body.orgs as { total: number; results: { name: string }[] };

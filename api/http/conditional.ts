@@ -34,7 +34,7 @@ export function ifNoneMatchHits(header: string | string[] | undefined, etag: str
 export async function sendRendered(
   request: FastifyRequest,
   reply: FastifyReply,
-  field: 'org' | 'location' | 'locations',
+  field: 'org' | 'location' | 'locations' | 'orgs',
   record: Rendered,
 ): Promise<FastifyReply> {
   reply.header('etag', record.etag);

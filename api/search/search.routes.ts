@@ -1,7 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import fastJson from 'fast-json-stringify';
 import type { FastifyPluginAsync } from 'fastify';
 import { MeilisearchApiError } from 'meilisearch';
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import {
   createMeiliClient,
   ensureOrgIndex,
@@ -13,11 +14,20 @@ import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/org-search.j
 import { searchOrgs } from '../../search/search-orgs.js';
 import { SearchTiming } from '../../search/search-timing.js';
 import { badRequest, serviceUnavailable } from '../../shared/errors.js';
-import { ApiKeyQuery, meteredErrors, RequestMetaSchema } from '../http/common.schema.js';
+import {
+  ApiKeyQuery,
+  CONDITIONAL_READ,
+  meteredErrors,
+  NotModifiedSchema,
+  RequestMetaSchema,
+  withEtag,
+} from '../http/common.schema.js';
+import { sendRendered } from '../http/conditional.js';
 import { checkWindow, PaginationQuery } from '../http/pagination.js';
 import { prepareOrgsByIds } from '../orgs/org.read-model.js';
 import { OrgSchema } from '../orgs/org.schema.js';
 import { toOrgView } from '../orgs/org.view.js';
+import { rendered } from '../records/rendered.view.js';
 
 const SORT_LIST = ORG_SORTS.join(', ');
 
@@ -44,6 +54,10 @@ function indexNotReady(error: unknown): boolean {
     /does not have configured (sortable|filterable) attributes/.test(error.message)
   );
 }
+
+const serializeOrgsList = fastJson(OrgsListSchema as object) as (
+  list: Static<typeof OrgsListSchema>,
+) => string;
 
 const isSort = (value: string): value is OrgSort => (ORG_SORTS as readonly string[]).includes(value);
 
@@ -72,7 +86,7 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
   app.get(
     '/v1/org/search',
     {
-      config: { metered: true },
+      config: { metered: true, conditional: true },
       schema: {
         tags: ['orgs'],
         summary: 'Search Orgs by name (substring, case-insensitive) or exact domain',
@@ -81,7 +95,8 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
           '`q` equals one of its domains (stable or public, including earlier public domains). Results are ' +
           'full Org objects as returned by GET /v1/org/{domain}. `total` is the exact number of matches. ' +
           'A 200 carries a `Server-Timing` header: `engine` (time with a search engine call in flight), ' +
-          "`engine-self` (the engine's own processing), `engine-slowest`, `db` (database reads) and `total`, in ms.",
+          "`engine-self` (the engine's own processing), `engine-slowest`, `db` (database reads) and `total`, in ms. " +
+          CONDITIONAL_READ,
         security: [{ http_api_key: [] }],
         querystring: Type.Object({
           ...ApiKeyQuery,
@@ -104,7 +119,8 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
           ...PaginationQuery,
         }),
         response: {
-          200: Type.Object({ orgs: OrgsListSchema, request: RequestMetaSchema }),
+          200: withEtag(Type.Object({ orgs: OrgsListSchema, request: RequestMetaSchema })),
+          304: NotModifiedSchema,
           ...meteredErrors,
         },
       },
@@ -135,10 +151,12 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
       }
       const orgs = await timing.db(() => orgsByIds(app.pool, page.ids));
       const results = orgs.map((o) => toOrgView(o, config.domainSuffix));
-      const meta = await request.settleCredit();
+      // A list GET: its ETag is a hash of the page as sent (the same bytes Fastify would write), so a
+      // client polling a search gets a free 304 until the page changes.
+      const list = rendered(serializeOrgsList({ total: page.total, results }));
       // Where this answer's time went (search/search-timing.ts): engine, Postgres, the whole request.
       reply.header('server-timing', timing.header(reply.elapsedTime));
-      return { orgs: { total: page.total, results }, request: meta };
+      return sendRendered(request, reply, 'orgs', list);
     },
   );
 };
