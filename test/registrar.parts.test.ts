@@ -177,12 +177,16 @@ describe('a register run of several parts', () => {
         },
       ]),
     );
-    const broken = await runCli(
-      ['import', 'registrar', zip, 'test/fixtures/not-register.csv', '--full', '--wait'],
-      env,
-    );
+    // The third part is the register's format but cut short inside a quoted field (a download that
+    // stopped): its header passes the command's check, and the worker fails it.
+    const cut = path.join(dir, 'cut.csv');
+    const whole = registrarCsv([
+      registrarFields(number(3), 'PART TEST 3 LTD', { 'RegAddress.PostTown': 'YORK' }),
+    ]);
+    writeFileSync(cut, whole.slice(0, whole.indexOf('PART TEST 3') + 4));
+    const broken = await runCli(['import', 'registrar', zip, cut, '--full', '--wait'], env);
     expect(broken.code).not.toBe(0);
-    expect(broken.stderr).toMatch(/failed: part 3 .*not-register\.csv.* not a company register file/);
+    expect(broken.stderr).toMatch(/failed: part 3 .*cut\.csv.* the file ends inside a quoted field/);
     const id = runIdOf(broken.stdout);
     const view = await showJson(id);
     expect(view.status).toBe('failed');
@@ -198,6 +202,17 @@ describe('a register run of several parts', () => {
       number(1),
       number(2),
     ]);
+    // A part that is not the register at all is refused by the command itself: nothing is recorded.
+    const runsBefore = await t.db.selectFrom('import_runs').select('id').execute();
+    const refused = await runCli(
+      ['import', 'registrar', zip, 'test/fixtures/not-register.csv', '--full'],
+      env,
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^bizdir: .*not-register\.csv: not a company register file: missing columns/,
+    );
+    expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
     await stopWorker(w);
   }, 180_000);
 

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { ImportOptionsError } from '../../ingest/feed-handler.js';
+import { openCsv } from '../../ingest/csv.js';
+import { type FeedHandler, ImportOptionsError } from '../../ingest/feed-handler.js';
 import { feedHandler, feedNames } from '../../ingest/feeds.js';
 import {
   createImportRun,
@@ -10,9 +11,17 @@ import {
   setPartJobIds,
   setRunJobId,
 } from '../../ingest/import-run.js';
-import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
+import {
+  assertLocalSourceReadable,
+  csvEntriesOf,
+  isUrl,
+  openSource,
+  SourceError,
+} from '../../ingest/source.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue, producerCall } from '../../jobs/queue.js';
+import type { ImportOptionsJson } from '../../shared/database.js';
 import { createDb } from '../../shared/db.js';
+import { FeedFormatError } from '../../shared/errors.js';
 import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';
 import { countsLine, followRun } from './import-follow.js';
 
@@ -21,6 +30,37 @@ interface ImportCliOptions {
   org?: string;
   full?: boolean;
   wait?: boolean;
+}
+
+/**
+ * The header of each local part, read as the worker will read it: a file that is not the feed's
+ * format (another CSV, an empty file, a zip without CSV text) fails the command before anything is
+ * recorded or enqueued, instead of a run that is queued and fails in the worker. Sources behind a URL
+ * are left to the worker (checking them here would mean downloading them twice).
+ */
+async function checkHeaders(
+  handler: FeedHandler,
+  parts: readonly PartSource[],
+  options: ImportOptionsJson,
+  domainSuffix: string,
+): Promise<void> {
+  for (const part of parts) {
+    if (isUrl(part.source)) continue;
+    const name = part.entry === null ? part.source : `${part.source} (${part.entry})`;
+    try {
+      const source = await openSource(part.source, part.entry === null ? {} : { entry: part.entry });
+      try {
+        const csv = await openCsv(source.stream, { deferFields: handler.recognizesRows === true });
+        handler.prepare(csv.header, options, csv.headerRaw, { domainSuffix });
+      } finally {
+        await source.close();
+      }
+    } catch (error) {
+      if (error instanceof FeedFormatError || error instanceof SourceError)
+        throw new CliError(`${name}: ${error.message}`);
+      throw error;
+    }
+  }
 }
 
 /**
@@ -82,6 +122,7 @@ export function registerImport(program: Command): void {
       if (parts.length > 1 && !handler.staged)
         throw new CliError(`the ${feed} feed takes one source per run (${parts.length} given)`);
       const config = cliConfig();
+      await checkHeaders(handler, parts, options, config.domainSuffix);
       const { db, close } = createDb(databaseUrlOf(config), { max: 2, applicationName: 'bizdir-import' });
       // Redis first: when it is away the command fails here, before a run is recorded.
       const producer = await openProducerQueue(config, redisUrlOf(config), 'import').catch(
