@@ -145,6 +145,22 @@ describe('registrar import through the queue', () => {
     });
   }, 60_000);
 
+  it('refuses worker and reindex options that cannot work, with a clear message', async () => {
+    const cases: [string[], string][] = [
+      [['worker', '--queues', ','], 'bizdir: --queues names no queue (known: import, index)\n'],
+      [['worker', '--queues', 'imports'], 'bizdir: unknown queue imports (known: import, index)\n'],
+      [['worker', '--concurrency', '0'], 'bizdir: --concurrency must be a positive integer\n'],
+      [
+        ['reindex', '--verify', '--wait'],
+        'bizdir: --wait and --verify do different things: give one (--verify only reads)\n',
+      ],
+    ];
+    for (const [args, stderr] of cases) {
+      const result = await runCli(args, env);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr });
+    }
+  }, 120_000);
+
   it('with Redis unreachable, import and reindex fail at once with a clear message, and no run is recorded', async () => {
     const port = await freePort();
     const away = { ...env, REDIS_URL: `redis://127.0.0.1:${port}` };

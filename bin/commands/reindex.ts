@@ -34,6 +34,8 @@ export function registerReindex(program: Command): void {
     .option('--json', 'print the result as one JSON object')
     .action(async (flags: ReindexFlags) => {
       const config = cliConfig();
+      if (flags.wait && flags.verify)
+        throw new CliError('--wait and --verify do different things: give one (--verify only reads)');
       if (!flags.wait && !flags.verify) {
         const { queue, close } = await openProducerQueue(config, redisUrlOf(config), 'index');
         try {

@@ -54,6 +54,8 @@ function parseQueues(value: string | undefined): QueueName[] | undefined {
   const unknown = names.filter((q) => !(QUEUE_NAMES as string[]).includes(q));
   if (unknown.length > 0)
     throw new CliError(`unknown queue ${unknown.join(', ')} (known: ${QUEUE_NAMES.join(', ')})`);
+  // A worker of no queue would start and idle for ever.
+  if (names.length === 0) throw new CliError(`--queues names no queue (known: ${QUEUE_NAMES.join(', ')})`);
   return names as QueueName[];
 }
 
