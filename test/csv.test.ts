@@ -239,3 +239,124 @@ describe('CSV field splitting without papaparse (simpleFields)', () => {
       expect(simpleFields(odd)).toBeNull();
   });
 });
+
+/** The en-US template of the location sheet (FEEDS.md) and two of its rows, as a sheet program exports them. */
+const LOCATION_HEADER =
+  'Store code,Business name,Address line 1,Address line 2,Address line 3,Address line 4,Address line 5,Sub-locality,Locality,Administrative area,Country / Region,Postal code,Latitude,Longitude,Primary phone,Additional phones,Website,Primary category,Additional categories,Sunday hours,Monday hours,Tuesday hours,Wednesday hours,Thursday hours,Friday hours,Saturday hours,Special hours,From the business,Opening date,Logo photo,Cover photo,Other photos,Labels,AdWords location extensions phone';
+const locationRow = (code: string, name: string, description = '') =>
+  `${code},${name},14 Harbour Row,,,,,Old Town,Whitby,,GB,YO21 3PU,54.4858,-0.6149,+44 1947 600123,,https://quayside.example.co.uk/whitby,Hardware store,,x,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,09:00-16:00,,"${description.replaceAll('"', '""')}",1962-05,,,,,`;
+/** Text as Excel's "CSV" (Windows-1252) saves it: é is the byte E9, ’ the byte 92. */
+const cp1252 = (text: string) => Buffer.from(text.replaceAll('\u2019', '\u0092'), 'latin1');
+const utf8 = (text: string) => Buffer.from(text, 'utf8');
+
+async function readChunked(bytes: Buffer, chunk: number, options: { maxRecordChars?: number } = {}) {
+  const csv = await openCsv(streamOf(bytes, chunk), { batchSize: 3, ...options });
+  const records: CsvRecord[] = [];
+  for await (const b of csv.batches) records.push(...b);
+  return records;
+}
+
+describe('CSV reading of text that is not UTF-8', () => {
+  const NOT_UTF8 = /^not valid UTF-8 text \(the file may be Windows-1252 or Latin-1: save it as UTF-8\)$/;
+
+  const QH3 = locationRow('QH-003', 'Quayside Hardware', 'Our newest shop.\r\nAsk for Dave\u2019s "rope"');
+
+  it('rejects each data row that is not valid UTF-8 with its line, keeps real U+FFFD characters, at any chunk size', async () => {
+    const bytes = Buffer.concat([
+      utf8(`${LOCATION_HEADER}\r\n`),
+      cp1252(`${locationRow('QH-001', 'Caf\u00e9 Quayside Hardware')}\r\n`),
+      // Valid UTF-8 that holds U+FFFD itself (a sign maker's odd glyph, copied as it was): kept.
+      utf8(`${locationRow('QH-002', 'Caf\u00e9 Quayside Hardware', 'Sign reads \uFFFD here')}\r\n`),
+      // A quoted line break: the bad byte on the record's second line rejects the record, at its first line.
+      utf8(`${QH3.split('\r\n')[0]}\r\n`),
+      cp1252(`${QH3.split('\r\n')[1]}\r\n`),
+      utf8(`${locationRow('QH-004', 'Quayside Hardware \u2019n\u2019 Paint')}\r\n`),
+      cp1252(`${locationRow('QH-005', 'Quayside Caf\u00e9')}`),
+    ]);
+    const whole = await readChunked(bytes, 1 << 20);
+    expect(whole.map((r) => [r.line, r.raw.slice(0, 6), r.error ?? null])).toEqual([
+      [2, 'QH-001', expect.stringMatching(NOT_UTF8)],
+      [3, 'QH-002', null],
+      [4, 'QH-003', expect.stringMatching(NOT_UTF8)],
+      [6, 'QH-004', null],
+      [7, 'QH-005', expect.stringMatching(NOT_UTF8)],
+    ]);
+    // The rejected row keeps its text (the undecodable byte shown as U+FFFD) for the rejects list.
+    expect(whole[0]!.raw).toMatch(/^QH-001,Caf\uFFFD Quayside Hardware,14 Harbour Row,/);
+    expect(whole[1]!.fields[1]).toBe('Caf\u00e9 Quayside Hardware');
+    expect(whole[1]!.fields[27]).toBe('Sign reads \uFFFD here');
+    expect(whole[3]!.fields[1]).toBe('Quayside Hardware \u2019n\u2019 Paint');
+    for (const chunk of [1, 2, 3, 7, 64, 1000]) expect(await readChunked(bytes, chunk)).toEqual(whole);
+  });
+
+  it('rejects a last row that ends inside a character, and reads characters cut by chunk edges whole', async () => {
+    const good = utf8(`${LOCATION_HEADER}\n${locationRow('QH-001', 'Caf\u00e9 \u2019Quayside\u2019')}\n`);
+    // The file stops after the first byte of "é" in the last cell.
+    const lastRow = utf8(`${locationRow('QH-002', 'Quayside Hardware')}\u00e9`);
+    const truncated = Buffer.concat([good, lastRow.subarray(0, -1)]);
+    for (const chunk of [1, 3, 5, 1 << 20]) {
+      const records = await readChunked(truncated, chunk);
+      expect(records.map((r) => [r.line, r.error ?? null])).toEqual([
+        [2, null],
+        [3, expect.stringMatching(NOT_UTF8)],
+      ]);
+      expect(records[0]!.fields[1]).toBe('Caf\u00e9 \u2019Quayside\u2019');
+      const whole = await readChunked(Buffer.concat([good, lastRow]), chunk);
+      expect(whole.map((r) => r.error ?? null)).toEqual([null, null]);
+      expect(whole[1]!.fields[33]).toBe('\u00e9');
+    }
+  });
+
+  it('refuses a header line that is not valid UTF-8, and still calls binary data not CSV', async () => {
+    const header = cp1252(`${LOCATION_HEADER},T\u00e9l\u00e9phone\n${locationRow('QH-001', 'Quayside')},\n`);
+    await expect(openCsv(streamOf(header))).rejects.toThrow(
+      'the header line is not valid UTF-8 text (the file may be Windows-1252 or Latin-1: save it as UTF-8)',
+    );
+    const image = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x01, 0xa4, 0xb1, 0x0a]);
+    await expect(openCsv(streamOf(image))).rejects.toThrow('the file is not CSV text');
+  });
+});
+
+describe('CSV reading of old-Mac line ends', () => {
+  const CR_ONLY = 'lines end in CR only (old Mac format): save the file with LF or CRLF line endings';
+
+  it('fails a file whose lines end in CR only, whether it is shorter or longer than the record limit', async () => {
+    const rows = Array.from({ length: 40 }, (_, i) => locationRow(`QH-${i}`, 'Quayside Hardware'));
+    const small = [LOCATION_HEADER, ...rows].join('\r');
+    await expect(openCsv(streamOf(small, 64))).rejects.toThrow(CR_ONLY);
+    await expect(openCsv(streamOf(`${small}\r`, 64))).rejects.toThrow(CR_ONLY);
+    await expect(openCsv(streamOf(small, 64), { maxRecordChars: 1000 })).rejects.toThrow(CR_ONLY);
+    // CRLF is read as before, and a CR inside a quoted cell is text.
+    const crlf = [LOCATION_HEADER, locationRow('QH-1', 'Quayside', 'one\rtwo')].join('\r\n');
+    expect((await readChunked(utf8(crlf), 7)).map((r) => [r.line, r.fields[27]])).toEqual([[2, 'one\rtwo']]);
+  });
+});
+
+describe('CSV reading after a record longer than the limit', () => {
+  it('rejects a stray-quote line longer than the record limit once, and later rows keep their line numbers', async () => {
+    const rows = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => locationRow(`QH-${from + i}`, 'Quayside Hardware'));
+    // Line 4 opens a quote it never closes and runs past the limit before its line break arrives.
+    const read = async (longLine: number, chunk: number, maxRecordChars?: number) => {
+      const text = [
+        LOCATION_HEADER,
+        ...rows(1, 2),
+        `QH-BAD,"Quayside ${'Hardware '.repeat(longLine / 9)}`,
+        ...rows(3, 30),
+        '',
+      ].join('\n');
+      const records = await readChunked(utf8(text), chunk, maxRecordChars ? { maxRecordChars } : {});
+      return records.map((r) => [r.line, r.raw.slice(0, 6), r.error ?? null]);
+    };
+    const expected = [
+      [2, 'QH-1,Q', null],
+      [3, 'QH-2,Q', null],
+      [4, 'QH-BAD', 'unbalanced quotes (record too long)'],
+      ...Array.from({ length: 30 }, (_, i) => [5 + i, `QH-${3 + i},Quayside`.slice(0, 6), null]),
+    ];
+    expect(await read(3_000, 64, 1_000)).toEqual(expected);
+    expect(await read(3_000, 1, 1_000)).toEqual(expected);
+    // As an import reads it: 64 KiB chunks, the 1 MiB default limit, a 1.5 MB line.
+    expect(await read(1_500_000, 64 * 1024)).toEqual(expected);
+  });
+});
