@@ -701,6 +701,10 @@ async function readSource(
       // commit (or roll back after the one that failed) before the part's connection is let go.
       await Promise.allSettled(inFlight);
     }
+    // An export that stops after its header is almost always a mistake upstream (a failed query, the
+    // wrong sheet), not news that nothing changed: the file fails, with or without --full. Nothing
+    // was written (there was no batch).
+    if (seen === 0) throw new FeedFormatError('the file has a header but no data rows');
     if (handler.staged) await succeedPart(db, part, source.bytesRead());
     return { current, prepared };
   } finally {

@@ -607,6 +607,31 @@ describe('bad files', () => {
   it('refuses the register file given as a location sheet', async () => {
     await expect(importFeed(t.db, 'locations', 'samples/registrar-sample.csv')).rejects.toThrow(/Store code/);
   });
+
+  it.each([
+    [
+      'a sheet with a header but no data rows',
+      async () => `${(await fs.readFile(SAMPLE, 'utf8')).split('\n')[0]}\n`,
+      'the file has a header but no data rows',
+    ],
+    [
+      'a sheet whose lines end in CR only (old Mac format)',
+      async () => (await fs.readFile(SAMPLE, 'utf8')).replaceAll('\n', '\r'),
+      'lines end in CR only (old Mac format): save the file with LF or CRLF line endings',
+    ],
+  ])('fails %s and changes nothing', async (_what, sheet, reason) => {
+    const before = await locations();
+    const err = await importFeed(t.db, 'locations', await tempSheet(await sheet())).catch((e) => e);
+    expect(err).toBeInstanceOf(ImportFailedError);
+    expect(err.message).toBe(reason);
+    const run = await t.db
+      .selectFrom('import_runs')
+      .selectAll()
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(run).toMatchObject({ status: 'failed', error: reason, rows_read: 0, inserted: 0 });
+    expect(await locations()).toEqual(before);
+  });
 });
 
 describe('row fingerprints (re-import fast path)', () => {
@@ -927,7 +952,38 @@ describe('a first import that meets its keys again in later batches (one row a b
   });
 });
 
-async function tempSheet(csv: string): Promise<string> {
+describe('a sheet saved as Windows-1252', () => {
+  const HEADER =
+    'Store code,Business name,Address line 1,Address line 2,Address line 3,Address line 4,Address line 5,Sub-locality,Locality,Administrative area,Country / Region,Postal code,Latitude,Longitude,Primary phone,Additional phones,Website,Primary category,Additional categories,Sunday hours,Monday hours,Tuesday hours,Wednesday hours,Thursday hours,Friday hours,Saturday hours,Special hours,From the business,Opening date,Logo photo,Cover photo,Other photos,Labels,AdWords location extensions phone';
+  const sheet = [
+    HEADER,
+    'CQ-1,Caf\u00e9 Quayside Hardware,1 Pier Road,,,,,,Whitby,,GB,YO21 3PU,,,+44 1947 600500,,,Hardware store,,x,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,09:00-16:00,,,,,,,,',
+    'CQ-2,Quayside Chandlery,2 Pier Road,,,,,,Whitby,,GB,YO21 3PU,,,+44 1947 600501,,,Marine supply store,,x,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,09:00-16:00,,,,,,,,',
+    'CQ-3,Quayside Chandlery,3 Pier Road,,,,,,Whitby,,GB,YO21 3PU,,,+44 1947 600502,,,Marine supply store,,x,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,08:30-17:30,09:00-16:00,,"Rope, paint \u2014 ask for Dave\u2019s ""knots"".",,,,,,',
+  ].join('\r\n');
+  /** As Excel saves "CSV": Windows-1252, where é is the byte E9, — the byte 97 and ’ the byte 92. */
+  const cp1252 = (text: string) =>
+    Buffer.from(text.replaceAll('\u2014', '\u0097').replaceAll('\u2019', '\u0092'), 'latin1');
+
+  it('rejects the rows that are not UTF-8 with their lines and keeps what the UTF-8 sheet stored', async () => {
+    const first = await importFeed(t.db, 'locations', await tempSheet(`${sheet}\r\n`));
+    expect(first).toMatchObject({ status: 'succeeded', inserted: 3, rejected: 0 });
+    const before = await locations();
+    expect(before.get('CQ-1')!.org_name).toBe('Caf\u00e9 Quayside Hardware');
+    const run = await importFeed(t.db, 'locations', await tempSheet(cp1252(`${sheet}\r\n`)));
+    expect(run).toMatchObject({ status: 'succeeded', rows_read: 3, unchanged: 1, updated: 0, rejected: 2 });
+    const reason = 'not valid UTF-8 text (the file may be Windows-1252 or Latin-1: save it as UTF-8)';
+    const issues = await issuesOf(run);
+    expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
+      ['rejected', 2, null, reason],
+      ['rejected', 4, null, reason],
+    ]);
+    expect(issues[0]!.raw).toMatch(/^CQ-1,Caf\uFFFD Quayside Hardware,1 Pier Road,/);
+    expect(await locations()).toEqual(before);
+  });
+});
+
+async function tempSheet(csv: string | Buffer): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
   const file = path.join(dir, 'sheet.csv');
   await fs.writeFile(file, csv);

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -519,23 +519,52 @@ describe('registrar import', () => {
     expect(await registerState(t.db)).toEqual(before);
   });
 
+  it('rejects the rows of a Windows-1252 file that are not UTF-8, each with its line, and keeps the names stored from UTF-8', async () => {
+    const rows = [
+      registrarFields('00000101', 'CAF\u00c9 QUAYSIDE HARDWARE LTD'),
+      registrarFields('00000102', 'HARBOUR LIGHT ANALYTICS LIMITED'),
+      registrarFields('00000103', 'M\u00dcLLER \u2019S BAKERY LTD', { 'RegAddress.PostTown': 'K\u00d6LN' }),
+    ];
+    const utf8 = file('utf8.csv', registrarCsv(rows, '\r\n'));
+    expect(await importFeed(t.db, 'registrar', utf8)).toMatchObject({ inserted: 3, rejected: 0 });
+    const before = await registerState(t.db);
+    // The same register saved by Excel as "CSV" (Windows-1252): É is the byte C9, ’ the byte 92.
+    const cp1252 = Buffer.from(registrarCsv(rows, '\r\n').replaceAll('\u2019', '\u0092'), 'latin1');
+    const run = await importFeed(t.db, 'registrar', file('cp1252.csv', cp1252));
+    expect(run).toMatchObject({ status: 'succeeded', rows_read: 3, unchanged: 1, updated: 0, rejected: 2 });
+    const issues = await t.db
+      .selectFrom('import_rejects')
+      .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
+      .where('run_id', '=', run.id)
+      .orderBy('line_number')
+      .execute();
+    const reason = 'not valid UTF-8 text (the file may be Windows-1252 or Latin-1: save it as UTF-8)';
+    expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
+      ['rejected', 2, null, reason],
+      ['rejected', 4, null, reason],
+    ]);
+    expect(issues[0]!.raw).toMatch(/^"CAF\uFFFD QUAYSIDE HARDWARE LTD","00000101",/);
+    expect(await registerState(t.db)).toEqual(before);
+  });
+
   it.each([
     ['a file of another format', 'test/fixtures/not-register.csv', /missing columns CompanyName/],
     ['an empty file', 'EMPTY', /empty/],
     ['a binary file', 'BINARY', /not CSV/],
     ['a missing file', '/nonexistent/registrar.csv', /file not found/],
+    ['a header without data rows', 'HEADER_ONLY', /^the file has a header but no data rows$/],
+    ['a file whose lines end in CR only', 'CR_ONLY', /^lines end in CR only \(old Mac format\)/],
   ])('fails the run on %s and changes no record', async (_what, source, reason) => {
     await importFeed(t.db, 'registrar', FIXTURE);
     const before = await registerState(t.db);
-    const location =
-      source === 'EMPTY'
-        ? file('empty.csv', '')
-        : source === 'BINARY'
-          ? file(
-              'binary.csv',
-              Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x0d, 0x0a, 0xff, 0xfe, 0x00]),
-            )
-          : source;
+    const made: Record<string, () => string> = {
+      EMPTY: () => file('empty.csv', ''),
+      BINARY: () =>
+        file('binary.csv', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x0d, 0x0a, 0xff, 0xfe, 0x00])),
+      HEADER_ONLY: () => file('header-only.csv', registrarCsv([], '\r\n')),
+      CR_ONLY: () => file('old-mac.csv', readFileSync(FIXTURE, 'utf8').replaceAll('\n', '\r')),
+    };
+    const location = made[source]?.() ?? source;
     const error = await importFeed(t.db, 'registrar', location).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ImportFailedError);
     expect((error as ImportFailedError).permanent).toBe(true);
