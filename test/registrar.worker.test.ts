@@ -98,10 +98,19 @@ describe('registrar import through the queue', () => {
     const list = await runCli(['imports', 'list'], env);
     expect(list.stdout.split('\n').filter((l) => /^\d+\s+registrar\s+succeeded/.test(l))).toHaveLength(2);
 
-    // A file of another format fails the run (no retries), exits non-zero and changes nothing.
-    const bad = await runCli(['import', 'registrar', 'test/fixtures/not-register.csv', '--wait'], env);
+    // A file of another format is refused by the command: nothing recorded, nothing queued.
+    const other = await runCli(['import', 'registrar', 'test/fixtures/not-register.csv', '--wait'], env);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(
+      /^bizdir: .*not-register\.csv: not a company register file: missing columns/,
+    );
+    // One the worker refuses (its header is right, it has no rows) fails the run without retries,
+    // exits non-zero and changes nothing.
+    const empty = path.join(mkdtempSync(path.join(os.tmpdir(), 'bizdir-empty-')), 'header-only.csv');
+    writeFileSync(empty, registrarCsv([]));
+    const bad = await runCli(['import', 'registrar', empty, '--wait'], env);
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toMatch(/import run 3 failed: not a company register file: missing columns/);
+    expect(bad.stderr).toMatch(/import run 3 failed: .*the file has a header but no data rows/);
     expect(await registerState(t.db)).toEqual(before);
     await withImportQueue(async (q) => {
       // The job mirrors the run's progress; a bad file is not retried (UnrecoverableError).
