@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { ImportOptionsJson } from '../shared/database.js';
 import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
@@ -33,6 +34,7 @@ import {
   isSettled,
   notePartRetry,
   noteRunRetry,
+  type PartSource,
   partLocation,
   partsOf,
   type RunCounts,
@@ -543,6 +545,26 @@ async function loadDirect(deps: RunImportDeps, run: ImportRun, part: ImportPart)
   await deps.onProgress?.(progressOf(finished.run));
   deps.logger?.info(progressOf(finished.run), 'import finished');
   return finished.run;
+}
+
+/**
+ * Opens a part's source and reads its header as readSource does, then lets it go: throws
+ * FeedFormatError or SourceError when the file is not the feed's format (another CSV, an empty file,
+ * a zip without CSV text). `bizdir import` asks this of local files before it records a run.
+ */
+export async function checkPartHeader(
+  handler: FeedHandler,
+  part: PartSource,
+  options: ImportOptionsJson,
+  config: FeedConfig,
+): Promise<void> {
+  const source = await openSource(part.source, part.entry === null ? {} : { entry: part.entry });
+  try {
+    const csv = await openCsv(source.stream, { deferFields: handler.recognizesRows === true });
+    handler.prepare(csv.header, options, csv.headerRaw, config);
+  } finally {
+    await source.close();
+  }
 }
 
 /**

@@ -51,6 +51,22 @@ export function isUnavailable(error: unknown): boolean {
   return error instanceof MeilisearchError;
 }
 
+/**
+ * Meilisearch answered, but the live index is missing (deleted, or Meilisearch's data folder lost) or
+ * has no settings yet (created at start-up, its settings task queued behind other work): the index
+ * is not ready to answer, which is the service's 503, not a fault of the request or the code.
+ */
+export function isIndexNotReady(error: unknown): boolean {
+  if (!(error instanceof MeilisearchApiError)) return false;
+  const code = error.cause?.code;
+  if (code === 'index_not_found') return true;
+  // Only an index with no sort keys or filters at all: a key missing from a configured index is a fault.
+  return (
+    (code === 'invalid_search_sort' || code === 'invalid_search_filter') &&
+    /does not have configured (sortable|filterable) attributes/.test(error.message)
+  );
+}
+
 /** Runs a Meilisearch call, turning connection failures and timeouts into SearchUnavailableError. */
 export async function meiliCall<T>(fn: () => Promise<T>): Promise<T> {
   try {

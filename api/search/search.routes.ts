@@ -1,12 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import fastJson from 'fast-json-stringify';
 import type { FastifyPluginAsync } from 'fastify';
-import { MeilisearchApiError } from 'meilisearch';
 import Type, { type Static } from 'typebox';
 import {
   createMeiliClient,
   ensureOrgIndex,
   INDEXING_TIMEOUT_MS,
+  isIndexNotReady,
   meiliConnectionOf,
   SearchUnavailableError,
 } from '../../search/meili-client.js';
@@ -38,22 +38,6 @@ const OrgsListSchema = Type.Object(
   },
   { title: 'OrgsList' },
 );
-
-/**
- * Meilisearch answered, but the live index is missing (deleted, or Meilisearch's data folder lost) or
- * has no settings yet (created at start-up, its settings task queued behind other work): the index
- * is not ready to answer, which is the service's 503, not a fault of the request or the code.
- */
-function indexNotReady(error: unknown): boolean {
-  if (!(error instanceof MeilisearchApiError)) return false;
-  const code = error.cause?.code;
-  if (code === 'index_not_found') return true;
-  // Only an index with no sort keys or filters at all: a key missing from a configured index is a fault.
-  return (
-    (code === 'invalid_search_sort' || code === 'invalid_search_filter') &&
-    /does not have configured (sortable|filterable) attributes/.test(error.message)
-  );
-}
 
 const serializeOrgsList = fastJson(OrgsListSchema as object) as (
   list: Static<typeof OrgsListSchema>,
@@ -143,7 +127,7 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
           app.outages.meilisearch.down(error);
           throw serviceUnavailable('Search is temporarily unavailable');
         }
-        if (indexNotReady(error)) {
+        if (isIndexNotReady(error)) {
           app.outages.meilisearch.down(error);
           throw serviceUnavailable('Search is temporarily unavailable: the search index is not ready');
         }

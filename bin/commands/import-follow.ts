@@ -40,17 +40,13 @@ export async function followRun(db: Db, queue: TypedQueue<'import'>, runId: numb
   bar?.start(100, 0, { parts: '', rows: 0, inserted: 0, updated: 0, rejected: 0 });
   let lastPlain = 0;
   // A run that stays queued while no worker listens would wait for ever in silence: said once.
-  const queuedSince = Date.now();
-  let lastWorkerCheck = 0;
-  let warnedNoWorker = false;
+  let nextWorkerCheck = Date.now() + NO_WORKER_GRACE_MS;
   const checkForWorkers = async (status: string) => {
-    if (warnedNoWorker || status !== 'queued') return;
-    const now = Date.now();
-    if (now - queuedSince < NO_WORKER_GRACE_MS || now - lastWorkerCheck < NO_WORKER_GRACE_MS) return;
-    lastWorkerCheck = now;
+    if (status !== 'queued' || Date.now() < nextWorkerCheck) return;
+    nextWorkerCheck = Date.now() + NO_WORKER_GRACE_MS;
     const workers = await queue.getWorkers().catch(() => null);
     if (workers === null || workers.length > 0) return;
-    warnedNoWorker = true;
+    nextWorkerCheck = Number.POSITIVE_INFINITY;
     bar?.stop();
     process.stderr.write(
       `run ${runId} is queued, but no worker is taking import jobs: start one with \`bizdir worker\` ` +

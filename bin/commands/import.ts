@@ -1,23 +1,18 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openCsv } from '../../ingest/csv.js';
 import { type FeedHandler, ImportOptionsError } from '../../ingest/feed-handler.js';
 import { feedHandler, feedNames } from '../../ingest/feeds.js';
 import {
   createImportRun,
   failRun,
   type PartSource,
+  partLocation,
   partsOf,
   setPartJobIds,
   setRunJobId,
 } from '../../ingest/import-run.js';
-import {
-  assertLocalSourceReadable,
-  csvEntriesOf,
-  isUrl,
-  openSource,
-  SourceError,
-} from '../../ingest/source.js';
+import { checkPartHeader } from '../../ingest/run-import.js';
+import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue, producerCall } from '../../jobs/queue.js';
 import type { ImportOptionsJson } from '../../shared/database.js';
 import { createDb } from '../../shared/db.js';
@@ -33,10 +28,10 @@ interface ImportCliOptions {
 }
 
 /**
- * The header of each local part, read as the worker will read it: a file that is not the feed's
- * format (another CSV, an empty file, a zip without CSV text) fails the command before anything is
- * recorded or enqueued, instead of a run that is queued and fails in the worker. Sources behind a URL
- * are left to the worker (checking them here would mean downloading them twice).
+ * The header of each local part, read as the worker will read it (checkPartHeader): a file that is
+ * not the feed's format fails the command before anything is recorded or enqueued, instead of a run
+ * that is queued and fails in the worker. Sources behind a URL are left to the worker (checking them
+ * here would mean downloading them twice).
  */
 async function checkHeaders(
   handler: FeedHandler,
@@ -44,20 +39,12 @@ async function checkHeaders(
   options: ImportOptionsJson,
   domainSuffix: string,
 ): Promise<void> {
-  for (const part of parts) {
-    if (isUrl(part.source)) continue;
-    const name = part.entry === null ? part.source : `${part.source} (${part.entry})`;
+  for (const part of parts.filter((p) => !isUrl(p.source))) {
     try {
-      const source = await openSource(part.source, part.entry === null ? {} : { entry: part.entry });
-      try {
-        const csv = await openCsv(source.stream, { deferFields: handler.recognizesRows === true });
-        handler.prepare(csv.header, options, csv.headerRaw, { domainSuffix });
-      } finally {
-        await source.close();
-      }
+      await checkPartHeader(handler, part, options, { domainSuffix });
     } catch (error) {
       if (error instanceof FeedFormatError || error instanceof SourceError)
-        throw new CliError(`${name}: ${error.message}`);
+        throw new CliError(`${partLocation(part)}: ${error.message}`);
       throw error;
     }
   }
