@@ -6,7 +6,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRun, type ImportRun } from '../ingest/import-run.js';
-import { runCli, spawnCli } from './support/cli.js';
+import { collectOutput, runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { importFeed } from './support/import.js';
@@ -192,30 +192,20 @@ describe('registrar import through the queue', () => {
     const own = testQueuePrefix();
     const ownEnv = { ...env, QUEUE_PREFIX: own.prefix };
     try {
-      const follower = spawnCli(
-        ['import', 'registrar', 'test/fixtures/registrar-small.csv', '--wait'],
-        ownEnv,
+      const follower = collectOutput(
+        spawnCli(['import', 'registrar', 'test/fixtures/registrar-small.csv', '--wait'], ownEnv),
       );
-      let stderr = '';
-      let stdout = '';
-      follower.stderr?.on('data', (d) => {
-        stderr += d;
-      });
-      follower.stdout?.on('data', (d) => {
-        stdout += d;
-      });
-      const exited = new Promise<number | null>((resolve) => follower.once('exit', resolve));
       const deadline = Date.now() + 60_000;
-      while (!stderr.includes('no worker is taking import jobs') && Date.now() < deadline)
+      while (!follower.stderr().includes('no worker is taking import jobs') && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 100));
-      expect(stderr).toMatch(
+      expect(follower.stderr()).toMatch(
         /^run \d+ is queued, but no worker is taking import jobs: start one with `bizdir worker`/m,
       );
       const worker = spawnCli(['worker'], ownEnv);
       workers.push(worker);
-      expect(await exited).toBe(0);
-      expect(stdout).toMatch(/import run \d+ succeeded: /);
-      expect(stderr.match(/no worker is taking/g)).toHaveLength(1);
+      expect(await follower.exited).toBe(0);
+      expect(follower.stdout()).toMatch(/import run \d+ succeeded: /);
+      expect(follower.stderr().match(/no worker is taking/g)).toHaveLength(1);
       // What the check asks: a running worker is seen, so a queued run with one says nothing.
       const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
       const q = new Queue('import', { connection, prefix: own.prefix });

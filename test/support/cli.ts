@@ -20,26 +20,43 @@ export function spawnCli(args: string[], env: Record<string, string>): ChildProc
   });
 }
 
+/** What a running command has written so far, and its exit. */
+export interface CliOutput {
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+/** Collects a spawned command's output as it comes (for a test that reads it while the command runs). */
+export function collectOutput(child: ChildProcess): CliOutput {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr?.on('data', (d) => {
+    stderr += d;
+  });
+  return {
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited: new Promise((resolve) => child.once('close', resolve)),
+  };
+}
+
 /** Runs `bizdir <args>` to completion. */
 export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawnCli(args, env);
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr?.on('data', (d) => {
-      stderr += d;
-    });
+    const out = collectOutput(child);
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`bizdir ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
+      reject(new Error(`bizdir ${args.join(' ')} timed out\n${out.stdout()}\n${out.stderr()}`));
     }, timeoutMs);
     child.on('error', reject);
-    child.on('close', (code) => {
+    void out.exited.then((code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout: out.stdout(), stderr: out.stderr() });
     });
   });
 }
