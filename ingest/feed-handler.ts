@@ -115,6 +115,8 @@ export interface RawImportOptions {
   country?: string | undefined;
   org?: string | undefined;
   full?: boolean | undefined;
+  /** `--max-gone`, as typed: `10` or `10%`. */
+  maxGone?: string | undefined;
 }
 
 export interface PreparedFeed<R> {

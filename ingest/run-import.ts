@@ -354,13 +354,20 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
       }
       let current = await mergeRereading(deps, fresh, staged, ctx);
       const complete = failed.length === 0;
-      const finished = await db.transaction().execute(async (trx) => {
-        const outcome = await staged.finish(trx, ctx, complete);
-        // Every accepted row that did not win its key was a duplicate (counted once, at the end).
-        const duplicates = accepted - Number(current.merged_rows) - Number(current.duplicates);
-        await addRunCounts(trx, runId, { duplicates });
-        return { outcome, run: complete ? await succeedRun(trx, runId, outcome.closed) : current };
-      });
+      const finished = await db
+        .transaction()
+        .execute(async (trx) => {
+          const outcome = await staged.finish(trx, ctx, complete);
+          // Every accepted row that did not win its key was a duplicate (counted once, at the end).
+          const duplicates = accepted - Number(current.merged_rows) - Number(current.duplicates);
+          await addRunCounts(trx, runId, { duplicates });
+          return { outcome, run: complete ? await succeedRun(trx, runId, outcome.closed) : current };
+        })
+        .catch(async (error: unknown) => {
+          // Refused by the feed (too many marked as gone): the run fails for good, its stage goes.
+          if (error instanceof FeedFormatError) await staged.discard(db, runId);
+          throw error;
+        });
       current = finished.run;
       if (finished.outcome.changedOrgIds.length > 0)
         await deps.onBatchCommitted?.(finished.outcome.changedOrgIds);

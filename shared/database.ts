@@ -160,6 +160,11 @@ export interface ImportOptionsJson {
   country?: string;
   full?: boolean;
   org?: string;
+  /**
+   * Registrar `--full`: the most of the register a run may mark as gone, in percent (default
+   * DEFAULT_MAX_GONE_PERCENT, registrar.loader.ts closeMissingOrgs).
+   */
+  max_gone?: number;
 }
 
 export interface ImportRunsTable {

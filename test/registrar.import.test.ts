@@ -519,6 +519,65 @@ describe('registrar import', () => {
     expect(await registerState(t.db)).toEqual(before);
   });
 
+  it('--full refuses to mark more of the register as gone than --max-gone (a file cut at a line end looks whole)', async () => {
+    const all = Array.from({ length: 1_500 }, (_, i) =>
+      registrarFields(String(700_000 + i).padStart(8, '0'), `GUARD ${i} LTD`),
+    );
+    await importFeed(t.db, 'registrar', file('guard-all.csv', registrarCsv(all)));
+    const before = await registerState(t.db);
+    // The first 300 rows, ending at a line end: nothing in the file says it is cut.
+    const cut = file('guard-cut.csv', registrarCsv(all.slice(0, 300)));
+    const error = await importFeed(t.db, 'registrar', cut, { full: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ImportFailedError);
+    expect((error as ImportFailedError).permanent).toBe(true);
+    expect((error as Error).message).toBe(
+      "--full would mark 1,200 of the register's 1,500 open companies (80%) as gone, more than --max-gone 10%: " +
+        'is a part missing, or a file cut short? Nothing was marked as gone (the rows read are merged). ' +
+        'If the register really lost them, import again with --max-gone 81%',
+    );
+    const run = await t.db
+      .selectFrom('import_runs')
+      .select(['id', 'status', 'closed'])
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(run).toMatchObject({ status: 'failed', closed: 0 });
+    expect(await registerState(t.db)).toEqual(before);
+    // The failed run leaves no staging table behind.
+    const { rows } = await sql<{ n: string }>`
+      select count(*) as n from pg_tables where tablename = ${`import_stage_${run.id}`}`.execute(t.db);
+    expect(Number(rows[0]!.n)).toBe(0);
+
+    // Allowed, the same file marks them.
+    const allowed = await importFeed(t.db, 'registrar', cut, { full: true, maxGone: '81%' });
+    expect(allowed).toMatchObject({ status: 'succeeded', closed: 1_200 });
+    const gone = await t.db
+      .selectFrom('orgs')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('left_register_on', 'is not', null)
+      .executeTakeFirstOrThrow();
+    expect(Number(gone.n)).toBe(1_200);
+  });
+
+  it('takes --max-gone only as a percentage, and only with --full on the register', async () => {
+    const cut = file('guard-one.csv', registrarCsv([registrarFields('00000001', 'ONE LTD')]));
+    for (const bad of ['0', '101', 'ten', '10%%', '-5', '1e1'])
+      await expect(importFeed(t.db, 'registrar', cut, { full: true, maxGone: bad })).rejects.toThrow(
+        `--max-gone must be a percentage above 0 and at most 100, such as 10%, not "${bad}"`,
+      );
+    await expect(importFeed(t.db, 'registrar', cut, { maxGone: '20' })).rejects.toThrow(
+      '--max-gone applies to --full imports only',
+    );
+    await expect(
+      importFeed(t.db, 'locations', 'test/fixtures/locations-quayside-full.csv', {
+        full: true,
+        maxGone: '20',
+      }),
+    ).rejects.toThrow('--max-gone applies to the registrar feed only');
+    expect(await importFeed(t.db, 'registrar', cut, { full: true, maxGone: ' 2.5 % ' })).toMatchObject({
+      status: 'succeeded',
+    });
+  });
+
   it('rejects the rows of a Windows-1252 file that are not UTF-8, each with its line, and keeps the names stored from UTF-8', async () => {
     const rows = [
       registrarFields('00000101', 'CAF\u00c9 QUAYSIDE HARDWARE LTD'),

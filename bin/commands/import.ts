@@ -24,6 +24,7 @@ interface ImportCliOptions {
   country?: string;
   org?: string;
   full?: boolean;
+  maxGone?: string;
   wait?: boolean;
 }
 
@@ -94,13 +95,22 @@ export function registerImport(program: Command): void {
       '--full',
       'the sources are the complete list: records missing from all of them are marked as gone',
     )
+    .option(
+      '--max-gone <percent>',
+      'registrar --full: the most of the register a run may mark as gone (default 10%; more fails the run)',
+    )
     .option('--wait', 'follow the import with a progress bar; exit non-zero if it fails')
     .action(async (feed: string, sources: string[], opts: ImportCliOptions) => {
       const handler = feedHandler(feed);
       if (!handler) throw new CliError(`unknown feed "${feed}" (known: ${feedNames().join(', ')})`);
       let options: ReturnType<typeof handler.parseOptions>;
       try {
-        options = handler.parseOptions({ country: opts.country, org: opts.org, full: opts.full });
+        options = handler.parseOptions({
+          country: opts.country,
+          org: opts.org,
+          full: opts.full,
+          maxGone: opts.maxGone,
+        });
       } catch (error) {
         if (error instanceof ImportOptionsError) throw new CliError(error.message);
         throw error;

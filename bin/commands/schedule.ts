@@ -35,6 +35,7 @@ interface SetOptions {
   full?: boolean;
   country?: string;
   org?: string;
+  maxGone?: string;
 }
 
 function validate(name: string, o: SetOptions): ImportOptionsJson {
@@ -50,7 +51,7 @@ function validate(name: string, o: SetOptions): ImportOptionsJson {
   const handler = feedHandler(o.feed);
   if (!handler) throw new CliError(`unknown feed "${o.feed}" (known: ${feedNames().join(', ')})`);
   try {
-    return handler.parseOptions({ country: o.country, org: o.org, full: o.full });
+    return handler.parseOptions({ country: o.country, org: o.org, full: o.full, maxGone: o.maxGone });
   } catch (error) {
     if (error instanceof ImportOptionsError) throw new CliError(error.message);
     throw error;
@@ -113,6 +114,7 @@ export function registerSchedule(program: Command): void {
     .requiredOption('--cron <expr>', 'cron expression, e.g. "0 3 * * *"')
     .option('--tz <zone>', 'IANA time zone the cron expression is read in', 'UTC')
     .option('--full', 'each run is the full snapshot (see bizdir import --full)')
+    .option('--max-gone <percent>', 'with --full: see bizdir import --max-gone')
     .option('--country <cc>', 'registrar feed: registration country')
     .option('--org <domain|company-number>', 'locations feed: the Org the rows belong to')
     .action(async (name: string, o: SetOptions) => {

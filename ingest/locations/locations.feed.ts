@@ -9,6 +9,8 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
   feed: 'locations',
 
   parseOptions(raw) {
+    if (raw.maxGone !== undefined)
+      throw new ImportOptionsError('--max-gone applies to the registrar feed only');
     const options: ImportOptionsJson = { full: raw.full === true };
     const org = raw.org?.trim();
     if (raw.org !== undefined) {

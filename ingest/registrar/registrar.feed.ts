@@ -30,6 +30,17 @@ import {
 } from './registrar.stage.js';
 import { PREPARING_THREADS, prepareOffThread, startPreparing } from './registrar.threads.js';
 
+/** `--max-gone`: a percentage above 0 and at most 100, written `10`, `2.5` or `10%`. */
+function percentOf(text: string): number {
+  const m = /^\s*(\d{1,3}(?:\.\d+)?)\s*%?\s*$/.exec(text);
+  const n = m ? Number(m[1]) : Number.NaN;
+  if (!(n > 0 && n <= 100))
+    throw new ImportOptionsError(
+      `--max-gone must be a percentage above 0 and at most 100, such as 10%, not "${text}"`,
+    );
+  return n;
+}
+
 /** Company numbers merged per transaction. */
 const MERGE_CHUNK = 5000;
 
@@ -42,7 +53,12 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
     const country = (raw.country ?? 'GB').trim().toUpperCase();
     if (!ISO_CODES.has(country))
       throw new ImportOptionsError(`--country must be an ISO 3166 code such as GB, not "${raw.country}"`);
-    return { country, full: raw.full === true };
+    const options: ImportOptionsJson = { country, full: raw.full === true };
+    if (raw.maxGone !== undefined) {
+      if (raw.full !== true) throw new ImportOptionsError('--max-gone applies to --full imports only');
+      options.max_gone = percentOf(raw.maxGone);
+    }
+    return options;
   },
 
   // One register at a time: two merges into the same register would race on the same companies
@@ -108,7 +124,7 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
       const country = ctx.options.country ?? 'GB';
       const outcome =
         complete && ctx.options.full === true
-          ? await closeMissingOrgs(trx, { runId: ctx.runId, country })
+          ? await closeMissingOrgs(trx, { runId: ctx.runId, country }, ctx.options.max_gone)
           : { closed: 0, changedOrgIds: [] };
       await dropStage(trx, ctx.runId);
       return outcome;
