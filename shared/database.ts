@@ -162,7 +162,7 @@ export interface ImportOptionsJson {
   org?: string;
   /**
    * Registrar `--full`: the most of the register a run may mark as gone, in percent (default
-   * DEFAULT_MAX_GONE_PERCENT, registrar.loader.ts closeMissingOrgs).
+   * DEFAULT_MAX_GONE_PERCENT, ingest/full-guard.ts).
    */
   max_gone?: number;
 }

@@ -983,6 +983,39 @@ describe('a sheet saved as Windows-1252', () => {
   });
 });
 
+describe('--full of a sheet cut short', () => {
+  const HEADER = 'Store code,Business name,Address line 1,Locality,Country / Region';
+  const rows = Array.from(
+    { length: 1_200 },
+    (_, i) => `GV-${String(i).padStart(4, '0')},Guard Vans,${i} Depot Road,Leeds,GB`,
+  );
+  const openVans = async () => {
+    const { rows: found } = await sql<{ n: number }>`
+      select count(*)::int as n from locations l join orgs o on o.id = l.org_id
+      where o.name = 'Guard Vans' and l.closed_date is null`.execute(t.db);
+    return found[0]!.n;
+  };
+
+  it("refuses to close more of the named Orgs' Locations than --max-gone, and closes them when allowed", async () => {
+    await importFeed(t.db, 'locations', await tempSheet(`${HEADER}\n${rows.join('\n')}\n`));
+    expect(await openVans()).toBe(1_200);
+    // The first 100 rows, ending at a line end: nothing in the file says it is cut.
+    const cut = await tempSheet(`${HEADER}\n${rows.slice(0, 100).join('\n')}\n`);
+    const error = await importFeed(t.db, 'locations', cut, { full: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ImportFailedError);
+    expect((error as ImportFailedError).permanent).toBe(true);
+    expect((error as Error).message).toBe(
+      '--full would mark 1,100 of the 1,200 open Locations of the Orgs the sheet names (91.7%) as gone, ' +
+        'more than --max-gone 10%: is a part missing, or a file cut short? Nothing was marked as gone ' +
+        '(the rows read are loaded). If they really are gone, import again with --max-gone 93%',
+    );
+    expect(await openVans()).toBe(1_200);
+    const run = await importFeed(t.db, 'locations', cut, { full: true, maxGone: '93' });
+    expect(run).toMatchObject({ status: 'succeeded', closed: 1_100 });
+    expect(await openVans()).toBe(100);
+  });
+});
+
 async function tempSheet(csv: string | Buffer): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-loc-'));
   const file = path.join(dir, 'sheet.csv');

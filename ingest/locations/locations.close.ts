@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database, ImportRunFirstsTable } from '../../shared/database.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import type { FinishOutcome } from '../feed-handler.js';
+import { checkGone, MIN_GUARDED_GONE } from '../full-guard.js';
 import { deleteRunKeys } from '../import-run-keys.repository.js';
 
 /**
@@ -19,13 +20,13 @@ type Trx = Transaction<Database>;
 export async function finishRun(
   trx: Trx,
   runId: number,
-  options: { full: boolean; fallbackOrgId: number | undefined },
+  options: { full: boolean; fallbackOrgId: number | undefined; maxGonePercent?: number | undefined },
 ): Promise<FinishOutcome> {
   const met = await runOrgIds(trx, runId);
   const orgIds = [
     ...new Set([...met, ...(options.fallbackOrgId !== undefined ? [options.fallbackOrgId] : [])]),
   ];
-  const closedOrgs = options.full ? await closeMissing(trx, orgIds, runId) : [];
+  const closedOrgs = options.full ? await closeMissing(trx, orgIds, runId, options.maxGonePercent) : [];
   const defaultOrgs = await settleDefaults(trx, orgIds, runId);
   await deleteFirstRows(trx, runId);
   await deleteRunKeys(trx, runId);
@@ -52,9 +53,15 @@ export async function runOrgIds(trx: Trx, runId: number): Promise<number[]> {
  * `--full`: the Orgs' open Locations whose (org, code) key the run did not meet (record, or create a
  * Location for) close on the import date (UTC). Refused rows record their key too, so a typo does not
  * close a Location.
+ * Closing more than `--max-gone` of those Orgs' open Locations fails the run and closes none (full-guard.ts).
  * Returns the Orgs that lost a Location.
  */
-export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: number): Promise<number[]> {
+export async function closeMissing(
+  trx: Trx,
+  orgIds: readonly number[],
+  runId: number,
+  maxGonePercent?: number,
+): Promise<number[]> {
   if (orgIds.length === 0) return [];
   const rows = await trx
     .updateTable('locations as l')
@@ -79,6 +86,22 @@ export async function closeMissing(trx: Trx, orgIds: readonly number[], runId: n
     )
     .returning('l.org_id')
     .execute();
+  if (rows.length >= MIN_GUARDED_GONE) {
+    // Closed and still open: the named Orgs' open Locations before this step (full-guard.ts).
+    const left = await trx
+      .selectFrom('locations')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('org_id', '=', anyOf(orgIds))
+      .where('closed_date', 'is', null)
+      .executeTakeFirstOrThrow();
+    const open = rows.length + Number(left.n);
+    checkGone(
+      rows.length,
+      open,
+      (n) => `of the ${n} open Locations of the Orgs the sheet names`,
+      maxGonePercent,
+    );
+  }
   return rows.map((r) => r.org_id);
 }
 

@@ -1,6 +1,7 @@
 import { ISO_CODES } from '../../shared/countries.js';
 import type { ImportOptionsJson } from '../../shared/database.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed-handler.js';
+import { maxGoneOption } from '../full-guard.js';
 import { checkOrgNaming, matchLocationHeaders } from './locations.headers.js';
 import { type LocationRecord, LocationsLoader } from './locations.loader.js';
 
@@ -9,9 +10,7 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
   feed: 'locations',
 
   parseOptions(raw) {
-    if (raw.maxGone !== undefined)
-      throw new ImportOptionsError('--max-gone applies to the registrar feed only');
-    const options: ImportOptionsJson = { full: raw.full === true };
+    const options: ImportOptionsJson = { full: raw.full === true, ...maxGoneOption(raw) };
     const org = raw.org?.trim();
     if (raw.org !== undefined) {
       if (!org) throw new ImportOptionsError('--org needs an Org domain or a company number');
@@ -41,6 +40,7 @@ export const locationsFeed: FeedHandler<LocationRecord> = {
     checkOrgNaming(columns, options.org !== undefined);
     const loader = new LocationsLoader(columns, {
       full: options.full === true,
+      maxGonePercent: options.max_gone,
       org: options.org,
       domainSuffix: config.domainSuffix,
       registrationCountry: options.country ?? 'GB',

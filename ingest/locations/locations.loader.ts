@@ -51,6 +51,8 @@ export type { LocationRecord, MergedAhead, MergedRow } from './locations.match.j
 
 export interface LocationsRunOptions {
   full: boolean;
+  /** `--max-gone` of a `--full` sheet (full-guard.ts). */
+  maxGonePercent?: number | undefined;
   org: string | undefined;
   domainSuffix: string;
   registrationCountry: string;
@@ -476,6 +478,10 @@ export class LocationsLoader {
    */
   async finish(trx: Transaction<Database>, runId: number): Promise<FinishOutcome> {
     await this.orgs(trx);
-    return finishRun(trx, runId, { full: this.options.full, fallbackOrgId: this.fallback?.id });
+    return finishRun(trx, runId, {
+      full: this.options.full,
+      fallbackOrgId: this.fallback?.id,
+      maxGonePercent: this.options.maxGonePercent,
+    });
   }
 }

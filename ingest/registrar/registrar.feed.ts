@@ -7,6 +7,7 @@ import {
   ImportOptionsError,
   type PreparedFeed,
 } from '../feed-handler.js';
+import { maxGoneOption } from '../full-guard.js';
 import {
   closeMissingOrgs,
   mergeRegistrarChunk,
@@ -30,17 +31,6 @@ import {
 } from './registrar.stage.js';
 import { PREPARING_THREADS, prepareOffThread, startPreparing } from './registrar.threads.js';
 
-/** `--max-gone`: a percentage above 0 and at most 100, written `10`, `2.5` or `10%`. */
-function percentOf(text: string): number {
-  const m = /^\s*(\d{1,3}(?:\.\d+)?)\s*%?\s*$/.exec(text);
-  const n = m ? Number(m[1]) : Number.NaN;
-  if (!(n > 0 && n <= 100))
-    throw new ImportOptionsError(
-      `--max-gone must be a percentage above 0 and at most 100, such as 10%, not "${text}"`,
-    );
-  return n;
-}
-
 /** Company numbers merged per transaction. */
 const MERGE_CHUNK = 5000;
 
@@ -53,12 +43,7 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
     const country = (raw.country ?? 'GB').trim().toUpperCase();
     if (!ISO_CODES.has(country))
       throw new ImportOptionsError(`--country must be an ISO 3166 code such as GB, not "${raw.country}"`);
-    const options: ImportOptionsJson = { country, full: raw.full === true };
-    if (raw.maxGone !== undefined) {
-      if (raw.full !== true) throw new ImportOptionsError('--max-gone applies to --full imports only');
-      options.max_gone = percentOf(raw.maxGone);
-    }
-    return options;
+    return { country, full: raw.full === true, ...maxGoneOption(raw) };
   },
 
   // One register at a time: two merges into the same register would race on the same companies

@@ -2,9 +2,9 @@ import { sql, type Transaction } from 'kysely';
 import type { AddressesTable, Database } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
-import { FeedFormatError } from '../../shared/errors.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
+import { checkGone, MIN_GUARDED_GONE } from '../full-guard.js';
 import { heldLabels, keepFormerSlugs, reserveSlugs } from '../public-domains.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 import {
@@ -525,26 +525,9 @@ export async function mergeRegistrarChunk(
  * file, only not loadable, so its Org is left as it was, neither merged nor marked. Nothing is
  * deleted; an Org that comes back later is cleared by updateOrgs (its hash check sees
  * left_register_on set). Runs after every part has been read and merged, in the run's last transaction.
+ * Marking more than `--max-gone` of the register fails the run and marks none (full-guard.ts).
  */
-/**
- * `--full`'s guard against a register cut short: a plain CSV that a download cut at a line end looks
- * whole, and every company after the cut would be marked as gone. A month of the register marks
- * about 1 % (docs/feeds.md); more than this share of the register's open Orgs fails the run instead
- * (TooManyGoneError), unless `--max-gone` allows it. Runs closing fewer than MIN_GUARDED_GONE Orgs are
- * not judged by share (a small register's snapshot may well drop half of it).
- */
-export const DEFAULT_MAX_GONE_PERCENT = 10;
-export const MIN_GUARDED_GONE = 1_000;
-
-export class TooManyGoneError extends FeedFormatError {
-  override name = 'TooManyGoneError';
-}
-
-export async function closeMissingOrgs(
-  trx: Transaction<Database>,
-  ctx: Ctx,
-  maxGonePercent = DEFAULT_MAX_GONE_PERCENT,
-) {
+export async function closeMissingOrgs(trx: Transaction<Database>, ctx: Ctx, maxGonePercent?: number) {
   const { rows } = await sql<{ id: number }>`
     update orgs o set left_register_on = current_date, version_number = o.version_number + 1,
       updated = now(), last_run_id = ${ctx.runId}::bigint
@@ -557,22 +540,13 @@ export async function closeMissingOrgs(
     returning o.id`.execute(trx);
   const ids = rows.map((r) => Number(r.id));
   if (ids.length >= MIN_GUARDED_GONE) {
-    // Marked and still open: the register's open Orgs before this step. Thrown, the update rolls back.
+    // Marked and still open: the register's open companies before this step (full-guard.ts).
     const { rows: left } = await sql<{ n: string }>`
       select count(*) as n from orgs
       where registration_country = ${ctx.country} and registration_number is not null
         and left_register_on is null`.execute(trx);
     const open = ids.length + Number(left[0]?.n ?? 0);
-    const percent = (100 * ids.length) / open;
-    if (percent > maxGonePercent) {
-      const share = (n: number) => `${n.toFixed(1).replace(/\.0$/, '')}%`;
-      throw new TooManyGoneError(
-        `--full would mark ${ids.length.toLocaleString('en')} of the register's ${open.toLocaleString('en')} open companies ` +
-          `(${share(percent)}) as gone, more than --max-gone ${share(maxGonePercent)}: is a part missing, or a file cut short? ` +
-          'Nothing was marked as gone (the rows read are merged). If the register really lost them, import again ' +
-          `with --max-gone ${Math.min(100, Math.ceil(percent + 1))}%`,
-      );
-    }
+    checkGone(ids.length, open, (n) => `of the register's ${n} open companies`, maxGonePercent);
   }
   return { closed: ids.length, changedOrgIds: ids };
 }
