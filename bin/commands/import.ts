@@ -97,7 +97,7 @@ export function registerImport(program: Command): void {
     )
     .option(
       '--max-gone <percent>',
-      'registrar --full: the most of the register a run may mark as gone (default 10%; more fails the run)',
+      'with --full: the most a run may mark as gone, in percent of what it could mark (default 10%; more fails the run)',
     )
     .option('--wait', 'follow the import with a progress bar; exit non-zero if it fails')
     .action(async (feed: string, sources: string[], opts: ImportCliOptions) => {
