@@ -7,7 +7,7 @@ import type { ImportRun } from '../ingest/import-run.js';
 import { ImportFailedError } from '../ingest/run-import.js';
 import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { FEED_CONFIG, importFeed } from './support/import.js';
+import { FEED_CONFIG, importFeed, permanentFailure } from './support/import.js';
 
 /**
  * The location feed end to end, against a real database: the sample sheet, then re-imports,
@@ -1001,10 +1001,7 @@ describe('--full of a sheet cut short', () => {
     expect(await openVans()).toBe(1_200);
     // The first 100 rows, ending at a line end: nothing in the file says it is cut.
     const cut = await tempSheet(`${HEADER}\n${rows.slice(0, 100).join('\n')}\n`);
-    const error = await importFeed(t.db, 'locations', cut, { full: true }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ImportFailedError);
-    expect((error as ImportFailedError).permanent).toBe(true);
-    expect((error as Error).message).toBe(
+    expect(await permanentFailure(importFeed(t.db, 'locations', cut, { full: true }))).toBe(
       '--full would mark 1,100 of the 1,200 open Locations of the Orgs the sheet names (91.7%) as gone, ' +
         'more than --max-gone 10%: is a part missing, or a file cut short? Nothing was marked as gone ' +
         '(the rows read are loaded). If they really are gone, import again with --max-gone 93%',

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createImportRun, getRun, partsOf } from '../ingest/import-run.js';
-import { ImportFailedError, runImport, runPart, settleRun } from '../ingest/run-import.js';
+import { runImport, runPart, settleRun } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { FEED_CONFIG, importFeed } from './support/import.js';
+import { FEED_CONFIG, importFeed, permanentFailure } from './support/import.js';
 import {
   type RegistrarFields,
   registrarCsv,
@@ -32,6 +32,15 @@ async function stamps(db: Db) {
 }
 
 const FIXTURE = 'test/fixtures/registrar-small.csv';
+
+/** A run's rejected rows and warnings, in line order. */
+const rejectsOf = (runId: number) =>
+  t.db
+    .selectFrom('import_rejects')
+    .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
+    .where('run_id', '=', runId)
+    .orderBy('line_number')
+    .execute();
 
 let t: TestDb;
 beforeAll(async () => {
@@ -100,12 +109,7 @@ describe('registrar import', () => {
     expect(state.find((o) => o.registration_number === '12345680')).toMatchObject({
       registration_date: null,
     });
-    const issues = await t.db
-      .selectFrom('import_rejects')
-      .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
-      .where('run_id', '=', run.id)
-      .orderBy('line_number')
-      .execute();
+    const issues = await rejectsOf(run.id);
     expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
       ['warning', 9, 'IncorporationDate', 'impossible date "31/02/2019"'],
       ['rejected', 10, 'CompanyNumber', 'missing company number'],
@@ -421,12 +425,7 @@ describe('registrar import', () => {
     const others = (state: typeof before) => state.filter((o) => o.registration_number !== '00000305');
     expect(others(after)).toEqual(others(before));
     // The rejects are reported as before.
-    const issues = await t.db
-      .selectFrom('import_rejects')
-      .select(['severity', 'line_number', 'reason'])
-      .where('run_id', '=', run.id)
-      .orderBy('line_number')
-      .execute();
+    const issues = await rejectsOf(run.id);
     expect(issues.map((i) => [i.severity, i.line_number, i.reason])).toEqual([
       ['rejected', 3, 'missing company name'],
       ['rejected', 4, 'wrong column count: expected 55 fields, found 10'],
@@ -492,10 +491,9 @@ describe('registrar import', () => {
     // Cut in the middle of the third row's address line: 00000503's row is broken, 00000504 is lost.
     const text = registrarCsv(all.slice(0, 3));
     const cut = file('cut.csv', text.slice(0, text.lastIndexOf('"1 HIGH STREET"') + 5));
-    const error = await importFeed(t.db, 'registrar', cut, { full: true }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ImportFailedError);
-    expect((error as ImportFailedError).permanent).toBe(true);
-    expect((error as Error).message).toMatch(/line 4: the file ends inside a quoted field/);
+    expect(await permanentFailure(importFeed(t.db, 'registrar', cut, { full: true }))).toMatch(
+      /line 4: the file ends inside a quoted field/,
+    );
     const run = await t.db
       .selectFrom('import_runs')
       .selectAll()
@@ -527,10 +525,7 @@ describe('registrar import', () => {
     const before = await registerState(t.db);
     // The first 300 rows, ending at a line end: nothing in the file says it is cut.
     const cut = file('guard-cut.csv', registrarCsv(all.slice(0, 300)));
-    const error = await importFeed(t.db, 'registrar', cut, { full: true }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ImportFailedError);
-    expect((error as ImportFailedError).permanent).toBe(true);
-    expect((error as Error).message).toBe(
+    expect(await permanentFailure(importFeed(t.db, 'registrar', cut, { full: true }))).toBe(
       "--full would mark 1,200 of the register's 1,500 open companies (80%) as gone, more than --max-gone 10%: " +
         'is a part missing, or a file cut short? Nothing was marked as gone (the rows read are loaded). ' +
         'If they really are gone, import again with --max-gone 81%',
@@ -585,12 +580,7 @@ describe('registrar import', () => {
     const cp1252 = Buffer.from(registrarCsv(rows, '\r\n').replaceAll('\u2019', '\u0092'), 'latin1');
     const run = await importFeed(t.db, 'registrar', file('cp1252.csv', cp1252));
     expect(run).toMatchObject({ status: 'succeeded', rows_read: 3, unchanged: 1, updated: 0, rejected: 2 });
-    const issues = await t.db
-      .selectFrom('import_rejects')
-      .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
-      .where('run_id', '=', run.id)
-      .orderBy('line_number')
-      .execute();
+    const issues = await rejectsOf(run.id);
     const reason = 'not valid UTF-8 text (the file may be Windows-1252 or Latin-1: save it as UTF-8)';
     expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
       ['rejected', 2, null, reason],
@@ -618,10 +608,7 @@ describe('registrar import', () => {
       CR_ONLY: () => file('old-mac.csv', readFileSync(FIXTURE, 'utf8').replaceAll('\n', '\r')),
     };
     const location = made[source]?.() ?? source;
-    const error = await importFeed(t.db, 'registrar', location).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ImportFailedError);
-    expect((error as ImportFailedError).permanent).toBe(true);
-    expect((error as Error).message).toMatch(reason);
+    expect(await permanentFailure(importFeed(t.db, 'registrar', location))).toMatch(reason);
     const run = await t.db
       .selectFrom('import_runs')
       .selectAll()

@@ -1,8 +1,9 @@
 import path from 'node:path';
+import { expect } from 'vitest';
 import type { FeedConfig, RawImportOptions } from '../../ingest/feed-handler.js';
 import { feedHandler } from '../../ingest/feeds.js';
 import { createImportRun, type ImportRun } from '../../ingest/import-run.js';
-import { type RunImportDeps, runImport } from '../../ingest/run-import.js';
+import { ImportFailedError, type RunImportDeps, runImport } from '../../ingest/run-import.js';
 import type { ImportFeed } from '../../shared/database.js';
 import type { Db } from '../../shared/db.js';
 
@@ -49,4 +50,15 @@ export async function importFeed(
     },
     run.id,
   );
+}
+
+/** The message of an import that failed for good (a permanent ImportFailedError); anything else fails the test. */
+export async function permanentFailure(run: Promise<unknown>): Promise<string> {
+  const error = await run.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ImportFailedError);
+  expect((error as ImportFailedError).permanent).toBe(true);
+  return (error as Error).message;
 }
