@@ -1,4 +1,6 @@
-import { rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { linkSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Meilisearch, type Settings } from 'meilisearch';
 import { startMeiliServer } from '../bin/local/meili-server.js';
 import { legacySettings, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
@@ -30,6 +32,7 @@ import { labRows, orgsArg } from './register/lab-rows.js';
  *   LAB_DEFER_PREFIX=1 node --import tsx bench/format-lab.ts --only v5            # prefix databases built once, with the filters and sorts
  *   LAB_TRACE=1 node --import tsx bench/format-lab.ts --only v5                   # where Meilisearch's batches spent their time
  *   LAB_CHUNK=100000 LAB_DEPTH=2 node --import tsx bench/format-lab.ts --only v5  # documents per task (default 20,000)
+ *   LAB_MDB_STAT=1 node --import tsx bench/format-lab.ts --only v7                # bytes per Org of each LMDB database (mdb_stat)
  *
  * - v4: format 4 (`updated` sorted on `t`, two unique strings per Org; Orgs filtered by `id`);
  * - v5: format 5 (`updated` sorted on `u` (ms) then `db` then `d`; Orgs filtered by `d`);
@@ -197,6 +200,60 @@ function indexingThreads(text: string): number {
   return n;
 }
 
+/**
+ * LAB_MDB_STAT=1: the LMDB databases of the index just built, by the pages each holds (`mdb_stat -a`,
+ * from Debian's lmdb-utils), largest first, in bytes per Org: where an index's bytes go.
+ */
+const brokenDown = new Set<string>();
+function lmdbBreakdown(dir: string, orgs: number): string {
+  const lines: string[] = [];
+  for (const name of readdirSync(join(dir, 'data.ms', 'indexes'))) {
+    // The index just built: the folders of the ones before it were printed after their builds.
+    if (brokenDown.has(name)) continue;
+    brokenDown.add(name);
+    // Meilisearch's LMDB writes a lock file of another version than Debian's tools read: they read
+    // a hard link of the data file in a folder of their own, with a lock file of their own.
+    const linked = join(dir, `mdb-stat-${name}`);
+    rmSync(linked, { recursive: true, force: true });
+    mkdirSync(linked);
+    linkSync(join(dir, 'data.ms', 'indexes', name, 'data.mdb'), join(linked, 'data.mdb'));
+    const out = execFileSync('mdb_stat', ['-a', linked], { encoding: 'utf8' });
+    rmSync(linked, { recursive: true, force: true });
+    const sizes: [string, number, number][] = [];
+    let db = '(main)';
+    let pageSize = 4096;
+    let pages = 0;
+    let entries = 0;
+    const flush = () => {
+      if (pages > 0) sizes.push([db, pages * pageSize, entries]);
+      pages = 0;
+      entries = 0;
+    };
+    for (const line of out.split('\n')) {
+      const status = /^Status of (.*)$/.exec(line.trim());
+      if (status) {
+        flush();
+        db = status[1]!;
+      }
+      const size = /Page size: (\d+)/.exec(line);
+      if (size) pageSize = Number(size[1]);
+      const count = /(Branch|Leaf|Overflow) pages: (\d+)/.exec(line);
+      if (count) pages += Number(count[2]);
+      const e = /Entries: (\d+)/.exec(line);
+      if (e) entries = Number(e[1]);
+    }
+    flush();
+    sizes.sort((a, b) => b[1] - a[1]);
+    const total = sizes.reduce((sum, [, bytes]) => sum + bytes, 0);
+    lines.push(`  index folder ${name}: ${Math.round(total / orgs)} B/Org in its databases`);
+    for (const [dbName, bytes, count] of sizes)
+      lines.push(
+        `    ${dbName.padEnd(40)} ${String(Math.round(bytes / orgs)).padStart(6)} B/Org  ${count} entries`,
+      );
+  }
+  return lines.join('\n');
+}
+
 rmSync(DIR, { recursive: true, force: true });
 const server = await startMeiliServer({
   dataDir: DIR,
@@ -283,6 +340,7 @@ try {
     );
     before = stats.usedDatabaseSize;
     beforeFile = allocatedBytes(DIR);
+    if (process.env.LAB_MDB_STAT === '1') console.log(`${uid}: LMDB databases\n${lmdbBreakdown(DIR, N)}`);
   }
   type Compared = 'v4' | 'v5' | 'v6' | 'v7' | 'v7p' | 'v7h' | 'v5a';
   const [A, B] = (process.env.LAB_COMPARE ?? 'v6,v7').split(',') as [Compared, Compared];
