@@ -44,6 +44,7 @@ import { labRows, orgsArg } from './register/lab-rows.js';
  * - v5tb: the first candidate for format 5 (`updated` sorted on format 4's buckets `tb`, then `d`);
  * - v5a: v5tb with `tb` one value per Org, `updated` in ms alone;
  * - floor: the words and links alone, no sort;
+ * - floor-n, floor-d, floor-u: the floor and one key of format 7, sorted (and filtered as shipped);
  * - coarse, coarseq: the buckets alone as facets (`nb`, `u`, `db`), no exact `n` or `d` (sizes only).
  *
  * Prints build time, bytes per Org and stored-document bytes of each, then for two of them
@@ -154,6 +155,35 @@ const floorSettings: Settings = {
     },
   ],
 };
+
+/**
+ * The floor and one key of format 7 (its document field and its facet), to price each alone:
+ * `floor-n` the name key (sorted, and filtered with comparisons for the relevance tiers), `floor-d`
+ * the stable domain (sorted as every order's tie-break, and filtered to name Orgs), `floor-u`
+ * `updated` in ms (sorted).
+ */
+const floorKeyDoc = (key: 'n' | 'd' | 'u') => (row: OrgRowForIndex) => {
+  const doc = toOrgDocument(row);
+  return { ...floorDoc(row), [key]: doc[key] };
+};
+const floorKeySettings = (key: 'n' | 'd' | 'u'): Settings => ({
+  ...ORG_INDEX_LOAD_SETTINGS,
+  filterableAttributes: [
+    {
+      attributePatterns: key === 'd' ? ['l', 'd'] : ['l'],
+      features: { facetSearch: false, filter: { equality: true, comparison: false } },
+    },
+    ...(key === 'n'
+      ? [
+          {
+            attributePatterns: ['n'],
+            features: { facetSearch: false, filter: { equality: true, comparison: true } },
+          },
+        ]
+      : []),
+  ],
+  sortableAttributes: [key],
+});
 
 /**
  * Coarse keys only (a candidate for a format 6): the exact keys `n` and `d` are no longer facets
@@ -285,6 +315,9 @@ try {
     ['v5tb', v5tbSettings, v5tbDoc],
     ['v5a', v5tbSettings, v5aDoc],
     ['floor', floorSettings, floorDoc],
+    ['floor-n', floorKeySettings('n'), floorKeyDoc('n')],
+    ['floor-d', floorKeySettings('d'), floorKeyDoc('d')],
+    ['floor-u', floorKeySettings('u'), floorKeyDoc('u')],
     ['coarse', coarseSettings, coarseDoc],
     ['coarseq', coarseSettings, coarseqDoc],
   ] as const;
