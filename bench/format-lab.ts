@@ -45,6 +45,7 @@ import { labRows, orgsArg } from './register/lab-rows.js';
  * - v5a: v5tb with `tb` one value per Org, `updated` in ms alone;
  * - floor: the words and links alone, no sort;
  * - floor-n, floor-d, floor-u: the floor and one key of format 7, sorted (and filtered as shipped);
+ * - floor-du: the floor with `d` and `u`, every key of format 7 but the name's (sizes only);
  * - coarse, coarseq: the buckets alone as facets (`nb`, `u`, `db`), no exact `n` or `d` (sizes only).
  *
  * Prints build time, bytes per Org and stored-document bytes of each, then for two of them
@@ -157,23 +158,26 @@ const floorSettings: Settings = {
 };
 
 /**
- * The floor and one key of format 7 (its document field and its facet), to price each alone:
+ * The floor and keys of format 7 (each its document field and its facet), to price each alone:
  * `floor-n` the name key (sorted, and filtered with comparisons for the relevance tiers), `floor-d`
  * the stable domain (sorted as every order's tie-break, and filtered to name Orgs), `floor-u`
  * `updated` in ms (sorted).
  */
-const floorKeyDoc = (key: 'n' | 'd' | 'u') => (row: OrgRowForIndex) => {
-  const doc = toOrgDocument(row);
-  return { ...floorDoc(row), [key]: doc[key] };
-};
-const floorKeySettings = (key: 'n' | 'd' | 'u'): Settings => ({
+type FloorKey = 'n' | 'd' | 'u';
+const floorKeyDoc =
+  (...keys: FloorKey[]) =>
+  (row: OrgRowForIndex) => {
+    const doc = toOrgDocument(row);
+    return { ...floorDoc(row), ...Object.fromEntries(keys.map((key) => [key, doc[key]])) };
+  };
+const floorKeySettings = (...keys: FloorKey[]): Settings => ({
   ...ORG_INDEX_LOAD_SETTINGS,
   filterableAttributes: [
     {
-      attributePatterns: key === 'd' ? ['l', 'd'] : ['l'],
+      attributePatterns: keys.includes('d') ? ['l', 'd'] : ['l'],
       features: { facetSearch: false, filter: { equality: true, comparison: false } },
     },
-    ...(key === 'n'
+    ...(keys.includes('n')
       ? [
           {
             attributePatterns: ['n'],
@@ -182,7 +186,7 @@ const floorKeySettings = (key: 'n' | 'd' | 'u'): Settings => ({
         ]
       : []),
   ],
-  sortableAttributes: [key],
+  sortableAttributes: keys,
 });
 
 /**
@@ -318,6 +322,7 @@ try {
     ['floor-n', floorKeySettings('n'), floorKeyDoc('n')],
     ['floor-d', floorKeySettings('d'), floorKeyDoc('d')],
     ['floor-u', floorKeySettings('u'), floorKeyDoc('u')],
+    ['floor-du', floorKeySettings('d', 'u'), floorKeyDoc('d', 'u')],
     ['coarse', coarseSettings, coarseDoc],
     ['coarseq', coarseSettings, coarseqDoc],
   ] as const;
