@@ -16,7 +16,7 @@ import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
 import { parseServerTiming } from '../search/search-timing.js';
 import { loadConfig } from '../shared/config.js';
-import { createDb, migrateToLatest } from '../shared/db.js';
+import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir } from './bizdir-cli.js';
 import { partsReadMs } from './import-phases.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
@@ -619,6 +619,7 @@ async function main() {
       const slowest: Answer[] = [];
       let unavailable = 0;
       const faultsBefore = faults();
+      const beside = watchBeside(db, meili);
       for (const m of mix) {
         const r = await askCounting503(m);
         if (r.unavailable) unavailable++;
@@ -634,6 +635,7 @@ async function main() {
         }
       }
       const faultsAfter = faults();
+      const besideMix = await beside.stop();
       lat.sort((a, b) => a - b);
       report(
         label,
@@ -641,6 +643,7 @@ async function main() {
       );
       report(`${label}: answered 503 (over the API's Meilisearch timeout)`, String(unavailable));
       report(`${label}: totals differing from brute force`, String(wrong));
+      report(`${label}: beside it`, besideMix);
       report(
         `${label}: Meilisearch page faults`,
         `${faultsAfter.minor - faultsBefore.minor} minor (first touches of cached index pages), ${faultsAfter.major - faultsBefore.major} major (reads from disk)`,
@@ -1042,6 +1045,63 @@ async function printBatches(meili: Meilisearch, since: number): Promise<void> {
     console.log(
       `    ${key}: ${g.n} batches, up to ${g.tasks} tasks and ${g.docs} documents, ${(g.ms / 1000).toFixed(1)} s in all, longest ${(g.longest / 1000).toFixed(1)} s`,
     );
+}
+
+/** The machine's CPU time so far, all cores (/proc/stat, in clock ticks): busy, and in all. */
+function cpuTicks(): { busy: number; all: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const all = fields.reduce((a, b) => a + b, 0);
+  // idle and iowait are the fourth and fifth fields.
+  return { busy: all - fields[3]! - (fields[4] ?? 0), all };
+}
+
+/**
+ * What ran beside a mix pass: the machine's busy share of its cores, Postgres's autovacuum workers
+ * (sampled every 250 ms: what they worked on), and Meilisearch's batches that overlapped the pass.
+ * A pass slower than the next one on the same index with no reads from disk points at one of these.
+ */
+function watchBeside(db: Db, meili: Meilisearch): { stop: () => Promise<string> } {
+  const started = Date.now();
+  const cpuBefore = cpuTicks();
+  const vacuums = new Map<string, number>();
+  let samples = 0;
+  let sampling = false;
+  const timer = setInterval(() => {
+    if (sampling) return;
+    sampling = true;
+    sql<{ query: string }>`select query from pg_stat_activity where backend_type = 'autovacuum worker'`
+      .execute(db)
+      .then(({ rows }) => {
+        samples++;
+        for (const r of rows) vacuums.set(r.query, (vacuums.get(r.query) ?? 0) + 1);
+      })
+      .catch(() => {})
+      .finally(() => {
+        sampling = false;
+      });
+  }, 250);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      const ended = Date.now();
+      const cpu = cpuTicks();
+      const busy = (cpu.busy - cpuBefore.busy) / Math.max(1, cpu.all - cpuBefore.all);
+      let batchMs = 0;
+      const kinds = new Set<string>();
+      const page = await meili.batches.getBatches({ limit: 200 });
+      for (const b of page.results) {
+        const from = Date.parse(b.startedAt);
+        const to = b.finishedAt ? Date.parse(b.finishedAt) : ended;
+        if (to <= started || from >= ended) continue;
+        batchMs += Math.min(to, ended) - Math.max(from, started);
+        for (const type of Object.keys(b.stats.types ?? {})) kinds.add(type);
+      }
+      const seen = [...vacuums].map(
+        ([q, n]) => `${q} (${((100 * n) / Math.max(1, samples)).toFixed(0)} % of samples)`,
+      );
+      return `cores ${(100 * busy).toFixed(0)} % busy; Meilisearch batches ${(batchMs / 1000).toFixed(1)} s of the pass's ${((ended - started) / 1000).toFixed(1)} s${kinds.size > 0 ? ` (${[...kinds].join(', ')})` : ''}; autovacuum: ${seen.length > 0 ? seen.join('; ') : 'none seen'}`;
+    },
+  };
 }
 
 /** An ISO 8601 duration as Meilisearch writes it (PT1.234S, PT2M3.4S, PT1H2M3S) in ms. */
