@@ -352,11 +352,7 @@ export async function markSucceeded(
   return asRun(row);
 }
 
-/**
- * Marks a run failed unless it already finished (a late failure report must not undo a success), and
- * drops the keys it recorded (import_run_keys): only its `--full` step reads them, and a failed run
- * never takes it. A settled run's keys are gone already (its last step dropped them).
- */
+/** Marks a run failed unless it already finished (a late failure report must not undo a success). */
 export async function markFailed(db: Db, id: number, error: string): Promise<void> {
   await db
     .updateTable('import_runs')
@@ -364,7 +360,6 @@ export async function markFailed(db: Db, id: number, error: string): Promise<voi
     .where('id', '=', id)
     .where('status', 'in', ['queued', 'running'])
     .execute();
-  await db.deleteFrom('import_run_keys').where('run_id', '=', id).execute();
 }
 
 /** Notes why an attempt failed while the job will be retried; the status stays as it is. */
