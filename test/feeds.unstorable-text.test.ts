@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openCsv } from '../ingest/csv.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { importFeed } from './support/import.js';
+import { importFeed, rejectsOf } from './support/import.js';
 import { registrarCsv, registrarFields, registrarLine } from './support/registrar-csv.js';
 
 /**
@@ -30,14 +30,6 @@ afterAll(async () => {
   await t?.drop();
 });
 
-const issuesOf = (runId: number) =>
-  t.db
-    .selectFrom('import_rejects')
-    .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
-    .where('run_id', '=', runId)
-    .orderBy('line_number')
-    .execute();
-
 describe('feed rows Postgres cannot store', () => {
   it('registrar: the row is rejected with its reason and raw text, the others load', async () => {
     const nulRow = registrarLine(registrarFields('00000002', 'NUL\u0000 TRADING LTD'));
@@ -49,7 +41,7 @@ describe('feed rows Postgres cannot store', () => {
     ]);
     const run = await importFeed(t.db, 'registrar', file('registrar.csv', csv), { batchSize: 2 });
     expect(run).toMatchObject({ status: 'succeeded', rows_read: 4, inserted: 2, rejected: 2 });
-    const issues = await issuesOf(run.id);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
       ['rejected', 3, null, REASON],
       ['rejected', 4, null, REASON],
@@ -69,7 +61,7 @@ describe('feed rows Postgres cannot store', () => {
     ].join('\n');
     const run = await importFeed(t.db, 'locations', file('locations.csv', `${sheet}\n`));
     expect(run).toMatchObject({ status: 'succeeded', rows_read: 4, inserted: 2, rejected: 2 });
-    const issues = await issuesOf(run.id);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.line_number, i.reason, i.raw])).toEqual([
       [3, REASON, 'S2,Nul Trading,2 High␀ Street,London,GB,09:00-17:00'],
       [4, REASON, '"S3","Nul Trading","3 High Street","Lon␀don","GB","09:00-17:00"'],
@@ -89,7 +81,7 @@ describe('feed rows Postgres cannot store', () => {
     ].join('\n');
     const run = await importFeed(t.db, 'locations', file('long.csv', `${sheet}\n`));
     expect(run).toMatchObject({ status: 'succeeded', rows_read: 3, inserted: 1, rejected: 2 });
-    const issues = await issuesOf(run.id);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.line_number, i.column_name, i.reason])).toEqual([
       [2, 'Store code', 'store code is longer than 200 characters'],
       [3, 'Business name', 'business name is longer than 500 characters'],

@@ -7,7 +7,7 @@ import type { ImportRun } from '../ingest/import-run.js';
 import { ImportFailedError } from '../ingest/run-import.js';
 import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { FEED_CONFIG, importFeed, permanentFailure } from './support/import.js';
+import { FEED_CONFIG, importFeed, permanentFailure, rejectsOf } from './support/import.js';
 
 /**
  * The location feed end to end, against a real database: the sample sheet, then re-imports,
@@ -52,14 +52,6 @@ async function locations(): Promise<Map<string, LocationRow>> {
   return new Map(rows.map((r) => [r.code, r]));
 }
 
-const issuesOf = (run: ImportRun) =>
-  t.db
-    .selectFrom('import_rejects')
-    .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
-    .where('run_id', '=', run.id)
-    .orderBy('line_number')
-    .execute();
-
 describe('importing the sample sheet', () => {
   let run: ImportRun;
   let rows: Map<string, LocationRow>;
@@ -74,7 +66,7 @@ describe('importing the sample sheet', () => {
   });
 
   it('stores refused rows with line number, column, reason and raw text', async () => {
-    const issues = await issuesOf(run);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues).toEqual([
       expect.objectContaining({
         severity: 'rejected',
@@ -377,7 +369,7 @@ describe('Org linking', () => {
     const rows = await locations();
     expect(rows.get('BL-1')).toMatchObject({ registration_number: 'NI612001' });
     expect(rows.get('OD-1')).toMatchObject({ registration_number: '07687209' });
-    const issues = await issuesOf(run);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.line_number, i.column_name])).toEqual([
       [3, 'Company number'],
       [4, 'Company number'],
@@ -441,7 +433,7 @@ describe('partial sheets', () => {
     expect(nowhere).toEqual([]);
     const reason =
       'no Location has this store code, and a new one needs Business name, Address line 1 and Country / Region: the sheet has no Address line 1 column';
-    expect(await issuesOf(run)).toEqual([
+    expect(await rejectsOf(t.db, run.id)).toEqual([
       {
         severity: 'rejected',
         line_number: 4,
@@ -516,7 +508,7 @@ describe('a partial sheet of phones (Store code, Primary phone)', () => {
     expect(after.get('PP-2')).toMatchObject({ version_number: 1, updated: before.get('PP-2')!.updated });
     expect(after.get('PP-3')).toEqual(before.get('PP-3'));
     expect(after.has('PP-9')).toBe(false);
-    expect(await issuesOf(run)).toEqual([
+    expect(await rejectsOf(t.db, run.id)).toEqual([
       {
         severity: 'rejected',
         line_number: 4,
@@ -744,7 +736,7 @@ describe('re-import in keyed mode (only the key cells are read while rows prove 
       warnings: 2,
       closed: 0,
     });
-    const issues = await issuesOf(run);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.severity, i.line_number, i.column_name])).toEqual([
       ['warning', 5, 'Website'],
       ['rejected', 7, 'Monday hours'],
@@ -948,7 +940,9 @@ describe('a first import that meets its keys again in later batches (one row a b
       ['QK-2', 'Quayside Kiosk', 'Hull', 1, false, false],
       ['QK-3', 'Quayside Kiosk', 'Hull', 1, false, false],
     ]);
-    expect((await issuesOf(run)).map((i) => [i.line_number, i.column_name])).toEqual([[3, 'Monday hours']]);
+    expect((await rejectsOf(t.db, run.id)).map((i) => [i.line_number, i.column_name])).toEqual([
+      [3, 'Monday hours'],
+    ]);
   });
 });
 
@@ -973,7 +967,7 @@ describe('a sheet saved as Windows-1252', () => {
     const run = await importFeed(t.db, 'locations', await tempSheet(cp1252(`${sheet}\r\n`)));
     expect(run).toMatchObject({ status: 'succeeded', rows_read: 3, unchanged: 1, updated: 0, rejected: 2 });
     const reason = 'not valid UTF-8 text (the file may be Windows-1252 or Latin-1: save it as UTF-8)';
-    const issues = await issuesOf(run);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
       ['rejected', 2, null, reason],
       ['rejected', 4, null, reason],

@@ -7,7 +7,7 @@ import { createImportRun, getRun, partsOf } from '../ingest/import-run.js';
 import { runImport, runPart, settleRun } from '../ingest/run-import.js';
 import type { Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { FEED_CONFIG, importFeed, permanentFailure } from './support/import.js';
+import { FEED_CONFIG, importFeed, permanentFailure, rejectsOf } from './support/import.js';
 import {
   type RegistrarFields,
   registrarCsv,
@@ -32,15 +32,6 @@ async function stamps(db: Db) {
 }
 
 const FIXTURE = 'test/fixtures/registrar-small.csv';
-
-/** A run's rejected rows and warnings, in line order. */
-const rejectsOf = (runId: number) =>
-  t.db
-    .selectFrom('import_rejects')
-    .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
-    .where('run_id', '=', runId)
-    .orderBy('line_number')
-    .execute();
 
 let t: TestDb;
 beforeAll(async () => {
@@ -109,7 +100,7 @@ describe('registrar import', () => {
     expect(state.find((o) => o.registration_number === '12345680')).toMatchObject({
       registration_date: null,
     });
-    const issues = await rejectsOf(run.id);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
       ['warning', 9, 'IncorporationDate', 'impossible date "31/02/2019"'],
       ['rejected', 10, 'CompanyNumber', 'missing company number'],
@@ -425,7 +416,7 @@ describe('registrar import', () => {
     const others = (state: typeof before) => state.filter((o) => o.registration_number !== '00000305');
     expect(others(after)).toEqual(others(before));
     // The rejects are reported as before.
-    const issues = await rejectsOf(run.id);
+    const issues = await rejectsOf(t.db, run.id);
     expect(issues.map((i) => [i.severity, i.line_number, i.reason])).toEqual([
       ['rejected', 3, 'missing company name'],
       ['rejected', 4, 'wrong column count: expected 55 fields, found 10'],
@@ -580,7 +571,7 @@ describe('registrar import', () => {
     const cp1252 = Buffer.from(registrarCsv(rows, '\r\n').replaceAll('\u2019', '\u0092'), 'latin1');
     const run = await importFeed(t.db, 'registrar', file('cp1252.csv', cp1252));
     expect(run).toMatchObject({ status: 'succeeded', rows_read: 3, unchanged: 1, updated: 0, rejected: 2 });
-    const issues = await rejectsOf(run.id);
+    const issues = await rejectsOf(t.db, run.id);
     const reason = 'not valid UTF-8 text (the file may be Windows-1252 or Latin-1: save it as UTF-8)';
     expect(issues.map((i) => [i.severity, i.line_number, i.column_name, i.reason])).toEqual([
       ['rejected', 2, null, reason],

@@ -62,3 +62,13 @@ export async function permanentFailure(run: Promise<unknown>): Promise<string> {
   expect((error as ImportFailedError).permanent).toBe(true);
   return (error as Error).message;
 }
+
+/** A run's rejected rows and warnings (import_rejects), in line order. */
+export function rejectsOf(db: Db, runId: number) {
+  return db
+    .selectFrom('import_rejects')
+    .select(['severity', 'line_number', 'column_name', 'reason', 'raw'])
+    .where('run_id', '=', runId)
+    .orderBy('line_number')
+    .execute();
+}
