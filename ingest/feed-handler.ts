@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Config } from '../shared/config.js';
-import type { Database, ImportFeed, ImportOptionsJson } from '../shared/database.js';
+import type { Database, ImportFeed, ImportOptionsJson } from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
 import type { CsvRecord } from './csv.js';
 import type { NewIssue } from './import-issues.repository.js';

@@ -1,4 +1,4 @@
-import type { ImportFeed } from '../shared/database.js';
+import type { ImportFeed } from '../shared/tables.js';
 import type { FeedHandler } from './feed-handler.js';
 import { locationsFeed } from './locations/locations.feed.js';
 import { registrarFeed } from './registrar/registrar.feed.js';

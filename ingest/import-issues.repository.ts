@@ -1,5 +1,5 @@
 import { type Selectable, sql, type Transaction } from 'kysely';
-import type { Database, ImportRejectsTable } from '../shared/database.js';
+import type { Database, ImportRejectsTable } from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
 
 /** Rejected rows and warnings of a run (table import_rejects), stored with line, raw text and reason. */

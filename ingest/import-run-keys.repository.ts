@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/database.js';
+import type { Database } from '../shared/tables.js';
 import { bulkRows } from './bulk-rows.js';
 
 /**

@@ -5,7 +5,7 @@ import type {
   ImportOptionsJson,
   ImportPartStatus,
   ImportStatus,
-} from '../shared/database.js';
+} from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
 import * as repo from './import-runs.repository.js';
 import { csvEntriesOf } from './source.js';

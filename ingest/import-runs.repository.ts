@@ -6,7 +6,7 @@ import type {
   ImportRowOutcome,
   ImportRunPartsTable,
   ImportRunsTable,
-} from '../shared/database.js';
+} from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
 
 /**

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { ImportOptionsJson } from '../shared/database.js';
+import type { ImportOptionsJson } from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';

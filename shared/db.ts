@@ -10,7 +10,7 @@ import {
   sql,
 } from 'kysely';
 import pg from 'pg';
-import type { Database } from './database.js';
+import type { Database } from './tables.js';
 import { aliasOutages, isConnectionError, outageOf } from './outage.js';
 import { answerClientMarker } from './pg-copy.js';
 

@@ -1,5 +1,5 @@
 import { type Expression, type ExpressionBuilder, expressionBuilder, type SqlBool, sql } from 'kysely';
-import type { Database } from './database.js';
+import type { Database } from './tables.js';
 import type { DomainRef } from './domains.js';
 
 /**

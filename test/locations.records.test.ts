@@ -11,7 +11,7 @@ import {
   mergeLocation,
   type StoredLocation,
 } from '../ingest/locations/locations.records.js';
-import type { HoursEntryJson } from '../shared/database.js';
+import type { HoursEntryJson } from '../shared/tables.js';
 
 /**
  * Content hashes and encoded texts are stored in Postgres. If any of them changed for the same

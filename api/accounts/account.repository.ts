@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { Database } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 
 export interface CreatedAccount {

@@ -1,5 +1,5 @@
 import { type ExpressionBuilder, sql } from 'kysely';
-import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/database.js';
+import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
 import { hasUid, uidOf } from '../../shared/org-domains.js';

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { HoursEntryJson, PhonesJson } from '../../shared/database.js';
+import type { HoursEntryJson, PhonesJson } from '../../shared/tables.js';
 import { locationDomain, locationPublicDomain } from '../../shared/domains.js';
 import { LINK_KEYS, PHONE_KEYS } from '../../shared/record-fields.js';
 import type { PhonesSchema } from '../http/common.schema.js';

@@ -4,7 +4,7 @@ import {
   type ImportStatus,
   IMPORT_ROW_OUTCOMES as ROW_OUTCOMES,
   type ImportRowOutcome as RowOutcome,
-} from '../../shared/database.js';
+} from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 
 /** Feed rows processed by all import runs, summed per feed and outcome. */

@@ -6,7 +6,7 @@ import type {
   LocationsTable,
   OrgsTable,
   PhonesJson,
-} from '../../shared/database.js';
+} from '../../shared/tables.js';
 import { ADDRESS_FIELDS } from '../../shared/record-fields.js';
 
 /**

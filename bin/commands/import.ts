@@ -14,7 +14,7 @@ import {
 import { checkPartHeader } from '../../ingest/run-import.js';
 import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue, producerCall } from '../../jobs/queue.js';
-import type { ImportOptionsJson } from '../../shared/database.js';
+import type { ImportOptionsJson } from '../../shared/tables.js';
 import { createDb } from '../../shared/db.js';
 import { FeedFormatError } from '../../shared/errors.js';
 import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';

@@ -16,7 +16,7 @@ import {
   waitForRun,
 } from '../../ingest/import-run.js';
 import { enqueueImportRun, type TypedQueue } from '../../jobs/queue.js';
-import type { ImportFeed } from '../../shared/database.js';
+import type { ImportFeed } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import type { Logger } from '../../shared/logger.js';
 

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { Database } from '../../shared/tables.js';
 import { findLocationStates, keyOf, type LocationState, type Pending, refOf } from './locations.match.js';
 import type { OrgRef } from './locations.normalize.js';
 import type { OrgResolver } from './locations.orgs.js';

@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database, ImportRunFirstsTable } from '../../shared/database.js';
+import type { Database, ImportRunFirstsTable } from '../../shared/tables.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import type { FinishOutcome } from '../feed-handler.js';
 import { checkGone, MIN_GUARDED_GONE } from '../full-guard.js';

@@ -1,5 +1,5 @@
 import { ISO_CODES } from '../../shared/countries.js';
-import type { ImportOptionsJson } from '../../shared/database.js';
+import type { ImportOptionsJson } from '../../shared/tables.js';
 import { type FeedHandler, ImportOptionsError, type PreparedFeed } from '../feed-handler.js';
 import { maxGoneOption } from '../full-guard.js';
 import { checkOrgNaming, matchLocationHeaders } from './locations.headers.js';

@@ -1,4 +1,4 @@
-import type { HoursEntryJson } from '../../shared/database.js';
+import type { HoursEntryJson } from '../../shared/tables.js';
 
 /**
  * The hours grammar of the bulk-upload sheet (docs/feeds.md section 2) into the API's entries

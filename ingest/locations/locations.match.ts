@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { Database } from '../../shared/tables.js';
 import type { BatchRow, RowIssue } from '../feed-handler.js';
 import type { NewIssue } from '../import-issues.repository.js';
 import type { LocationField } from './locations.headers.js';

@@ -1,4 +1,4 @@
-import type { AddressFields, HoursEntryJson, LinksJson } from '../../shared/database.js';
+import type { AddressFields, HoursEntryJson, LinksJson } from '../../shared/tables.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import { HoursCache, isRealDate, splitList } from './locations.hours.js';
 import { countryOf, ISO_SHAPE, sheetText as text } from './locations.key.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { Database } from '../../shared/tables.js';
 import { parseDomain, slugify } from '../../shared/domains.js';
 import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.js';
 import { allocateSlugs } from '../public-domains.js';

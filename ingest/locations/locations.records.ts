@@ -1,6 +1,6 @@
 import { hash as digestOf } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import type { AddressFields, HoursEntryJson, HoursJson, LocationsTable } from '../../shared/database.js';
+import type { AddressFields, HoursEntryJson, HoursJson, LocationsTable } from '../../shared/tables.js';
 import {
   ADDRESS_FIELDS,
   type AddressField,

@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { AddressesTable, Database, LocationsTable } from '../../shared/database.js';
+import type { AddressesTable, Database, LocationsTable } from '../../shared/tables.js';
 import { copyField, copyInto, copyLine } from '../../shared/pg-copy.js';
 import {
   ADDRESS_FIELDS,

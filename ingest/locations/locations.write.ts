@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../shared/database.js';
+import type { Database } from '../../shared/tables.js';
 import { slugify } from '../../shared/domains.js';
 import { keepFormerSlugs, type SlugRequest } from '../public-domains.js';
 import type { ExistingLocation, Loaded, MergedAhead, MergedRow, Pending } from './locations.match.js';

@@ -1,5 +1,5 @@
 import { ISO_CODES } from '../../shared/countries.js';
-import type { ImportOptionsJson } from '../../shared/database.js';
+import type { ImportOptionsJson } from '../../shared/tables.js';
 import type { CsvRecord } from '../csv.js';
 import {
   type BatchContext,

@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { AddressesTable, Database } from '../../shared/database.js';
+import type { AddressesTable, Database } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';

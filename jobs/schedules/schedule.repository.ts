@@ -1,5 +1,5 @@
 import { type Selectable, sql } from 'kysely';
-import type { Database, ImportFeed, ImportOptionsJson, ImportStatus } from '../../shared/database.js';
+import type { Database, ImportFeed, ImportOptionsJson, ImportStatus } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 
 export type ScheduleRow = Selectable<Database['import_schedules']>;

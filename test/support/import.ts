@@ -4,7 +4,7 @@ import type { FeedConfig, RawImportOptions } from '../../ingest/feed-handler.js'
 import { feedHandler } from '../../ingest/feeds.js';
 import { createImportRun, type ImportRun } from '../../ingest/import-run.js';
 import { ImportFailedError, type RunImportDeps, runImport } from '../../ingest/run-import.js';
-import type { ImportFeed } from '../../shared/database.js';
+import type { ImportFeed } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 
 /** What a test run gets from configuration: the default DOMAIN_SUFFIX, as the test API uses (support/api.ts). */
