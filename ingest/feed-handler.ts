@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Config } from '../shared/config.js';
-import type { Database, ImportFeed, ImportOptionsJson } from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
+import type { Database, ImportFeed, ImportOptionsJson } from '../shared/tables.js';
 import type { CsvRecord } from './csv.js';
 import type { NewIssue } from './import-issues.repository.js';
 import type { LookupColumns } from './table-stats.js';

@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import type { Db } from '../shared/db.js';
 import type {
   Database,
   ImportFeed,
@@ -6,7 +7,6 @@ import type {
   ImportPartStatus,
   ImportStatus,
 } from '../shared/tables.js';
-import type { Db } from '../shared/db.js';
 import * as repo from './import-runs.repository.js';
 import { csvEntriesOf } from './source.js';
 

@@ -1,4 +1,5 @@
 import { type Selectable, sql, type Transaction } from 'kysely';
+import type { Db } from '../shared/db.js';
 import type {
   Database,
   ImportFeed,
@@ -7,7 +8,6 @@ import type {
   ImportRunPartsTable,
   ImportRunsTable,
 } from '../shared/tables.js';
-import type { Db } from '../shared/db.js';
 
 /**
  * Queries on import_runs and import_run_parts, one Kysely chain per function. Only ingest/import-run.ts

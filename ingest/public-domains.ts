@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
 import { slugWithClash } from '../shared/domains.js';
+import type { Database } from '../shared/tables.js';
 import { bulkRows } from './bulk-rows.js';
 
 export type SlugScope = 'org' | 'location';

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import type { ImportOptionsJson } from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
 import { FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { ignoreError, observeLater, reasonOf } from '../shared/outage.js';
+import type { ImportOptionsJson } from '../shared/tables.js';
 import { type CsvRecord, openCsv, splitFields, UNTERMINATED_AT_END } from './csv.js';
 import {
   type BatchContext,

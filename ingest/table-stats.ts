@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { Database } from '../shared/tables.js';
 import type { Db } from '../shared/db.js';
+import type { Database } from '../shared/tables.js';
 
 /**
  * Planner statistics during bulk loads. A feed's tables can grow from nothing to millions of rows

@@ -10,9 +10,9 @@ import {
   sql,
 } from 'kysely';
 import pg from 'pg';
-import type { Database } from './tables.js';
 import { aliasOutages, isConnectionError, outageOf } from './outage.js';
 import { answerClientMarker } from './pg-copy.js';
+import type { Database } from './tables.js';
 
 // Types that match runtime (see database.ts): ids and counters are int8 but stay far below 2^53;
 // dates stay 'YYYY-MM-DD' strings so no time zone can shift them.

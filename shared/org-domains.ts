@@ -1,6 +1,6 @@
 import { type Expression, type ExpressionBuilder, expressionBuilder, type SqlBool, sql } from 'kysely';
-import type { Database } from './tables.js';
 import type { DomainRef } from './domains.js';
+import type { Database } from './tables.js';
 
 /**
  * Which Org a domain names: the one rule, used by the API (single-Org reads), search (a query that

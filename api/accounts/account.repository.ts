@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
+import type { Database } from '../../shared/tables.js';
 
 export interface CreatedAccount {
   accountId: number;

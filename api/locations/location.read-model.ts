@@ -1,8 +1,8 @@
 import { type ExpressionBuilder, sql } from 'kysely';
-import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
 import { hasUid, uidOf } from '../../shared/org-domains.js';
+import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/tables.js';
 import { jsonOf } from '../records/json-columns.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
 import {

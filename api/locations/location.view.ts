@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
-import type { HoursEntryJson, PhonesJson } from '../../shared/tables.js';
 import { locationDomain, locationPublicDomain } from '../../shared/domains.js';
 import { LINK_KEYS, PHONE_KEYS } from '../../shared/record-fields.js';
+import type { HoursEntryJson, PhonesJson } from '../../shared/tables.js';
 import type { PhonesSchema } from '../http/common.schema.js';
 import { isoDateTime, toAddressView } from '../records/address.view.js';
 import type { AddressRecord, LocationRecord } from '../records/records.js';

@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
+import type { Db } from '../../shared/db.js';
 import {
   type ImportFeed,
   type ImportStatus,
   IMPORT_ROW_OUTCOMES as ROW_OUTCOMES,
   type ImportRowOutcome as RowOutcome,
 } from '../../shared/tables.js';
-import type { Db } from '../../shared/db.js';
 
 /** Feed rows processed by all import runs, summed per feed and outcome. */
 export async function importRowTotals(

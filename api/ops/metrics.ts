@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { IMPORT_ROW_OUTCOMES } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
+import { IMPORT_ROW_OUTCOMES } from '../../shared/tables.js';
 import { importRowTotals, importRunCounts } from './import-runs.read-model.js';
 import { indexLagSeconds, pendingIndexChanges } from './search-outbox.read-model.js';
 

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
-import type { PhonesJson } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import { type OrgDomainRef, orgHasDomain, uidOf } from '../../shared/org-domains.js';
+import type { PhonesJson } from '../../shared/tables.js';
 import { jsonOf } from '../records/json-columns.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
 import {

@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { ADDRESS_FIELDS } from '../../shared/record-fields.js';
 import type {
   AddressesTable,
   HoursJson,
@@ -7,7 +8,6 @@ import type {
   OrgsTable,
   PhonesJson,
 } from '../../shared/tables.js';
-import { ADDRESS_FIELDS } from '../../shared/record-fields.js';
 
 /**
  * Row shapes the read models hand to the views, derived from the column lists below (the columns the

@@ -14,9 +14,9 @@ import {
 import { checkPartHeader } from '../../ingest/run-import.js';
 import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue, producerCall } from '../../jobs/queue.js';
-import type { ImportOptionsJson } from '../../shared/tables.js';
 import { createDb } from '../../shared/db.js';
 import { FeedFormatError } from '../../shared/errors.js';
+import type { ImportOptionsJson } from '../../shared/tables.js';
 import { CliError, cliConfig, databaseUrlOf, redisUrlOf } from '../cli-context.js';
 import { countsLine, followRun } from './import-follow.js';
 

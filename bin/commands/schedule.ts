@@ -11,8 +11,8 @@ import {
   upsertSchedule,
 } from '../../jobs/schedules/schedule.repository.js';
 import { removeScheduler, upsertScheduler } from '../../jobs/schedules/scheduler.js';
-import type { ImportFeed, ImportOptionsJson } from '../../shared/tables.js';
 import { createDb, type Db } from '../../shared/db.js';
+import type { ImportFeed, ImportOptionsJson } from '../../shared/tables.js';
 import { CliError, cliConfig, databaseUrlOf } from '../cli-context.js';
 import { withSchedulerQueue } from './schedule.queue.js';
 

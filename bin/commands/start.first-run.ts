@@ -16,9 +16,9 @@ import {
   waitForRun,
 } from '../../ingest/import-run.js';
 import { enqueueImportRun, type TypedQueue } from '../../jobs/queue.js';
-import type { ImportFeed } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import type { Logger } from '../../shared/logger.js';
+import type { ImportFeed } from '../../shared/tables.js';
 
 // The package root, from bin/commands (source) or dist/bin/commands (built).
 const here = path.dirname(fileURLToPath(import.meta.url));

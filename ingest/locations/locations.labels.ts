@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/tables.js';
 import { slugWithClash } from '../../shared/domains.js';
+import type { Database } from '../../shared/tables.js';
 import { heldLabels, type SlugRequest } from '../public-domains.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../shared/tables.js';
 import { FeedFormatError } from '../../shared/errors.js';
+import type { Database } from '../../shared/tables.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, LoadContext, NormalizedRow } from '../feed-handler.js';
 import { recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/tables.js';
 import { parseDomain, slugify } from '../../shared/domains.js';
 import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.js';
+import type { Database } from '../../shared/tables.js';
 import { allocateSlugs } from '../public-domains.js';
 import type { LocationField } from './locations.headers.js';
 import type { OrgRef } from './locations.normalize.js';

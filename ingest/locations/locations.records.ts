@@ -1,6 +1,5 @@
 import { hash as digestOf } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import type { AddressFields, HoursEntryJson, HoursJson, LocationsTable } from '../../shared/tables.js';
 import {
   ADDRESS_FIELDS,
   type AddressField,
@@ -10,6 +9,7 @@ import {
   PHONE_KEYS,
   type PhoneKey,
 } from '../../shared/record-fields.js';
+import type { AddressFields, HoursEntryJson, HoursJson, LocationsTable } from '../../shared/tables.js';
 import { DAY_FIELDS, LINK_FIELDS, type LocationColumns, type LocationField } from './locations.headers.js';
 import type { AddressPatch, LocationPatch } from './locations.normalize.js';
 import { regionOf } from './locations.regions.js';

@@ -1,5 +1,4 @@
 import { sql, type Transaction } from 'kysely';
-import type { AddressesTable, Database, LocationsTable } from '../../shared/tables.js';
 import { copyField, copyInto, copyLine } from '../../shared/pg-copy.js';
 import {
   ADDRESS_FIELDS,
@@ -7,6 +6,7 @@ import {
   LOCATION_CONTENT_FIELDS,
   type LocationContentField,
 } from '../../shared/record-fields.js';
+import type { AddressesTable, Database, LocationsTable } from '../../shared/tables.js';
 import { bulkRows } from '../bulk-rows.js';
 import type { AddressContent, EncodedLocation, LocationContent } from './locations.records.js';
 

@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../shared/tables.js';
 import { slugify } from '../../shared/domains.js';
+import type { Database } from '../../shared/tables.js';
 import { keepFormerSlugs, type SlugRequest } from '../public-domains.js';
 import type { ExistingLocation, Loaded, MergedAhead, MergedRow, Pending } from './locations.match.js';
 import type { LocationRow } from './locations.normalize.js';

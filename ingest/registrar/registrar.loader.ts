@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
-import type { AddressesTable, Database } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
+import type { AddressesTable, Database } from '../../shared/tables.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
 import { checkGone, MIN_GUARDED_GONE } from '../full-guard.js';

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
 import { copyField, copyInto } from '../../shared/pg-copy.js';
+import type { Database } from '../../shared/tables.js';
 import type { BatchRow } from '../feed-handler.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 import { type StagedLine, stageLineOf } from './registrar.prepare.js';

@@ -1,6 +1,6 @@
 import { type Selectable, sql } from 'kysely';
-import type { Database, ImportFeed, ImportOptionsJson, ImportStatus } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
+import type { Database, ImportFeed, ImportOptionsJson, ImportStatus } from '../../shared/tables.js';
 
 export type ScheduleRow = Selectable<Database['import_schedules']>;
 

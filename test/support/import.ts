@@ -4,8 +4,8 @@ import type { FeedConfig, RawImportOptions } from '../../ingest/feed-handler.js'
 import { feedHandler } from '../../ingest/feeds.js';
 import { createImportRun, type ImportRun } from '../../ingest/import-run.js';
 import { ImportFailedError, type RunImportDeps, runImport } from '../../ingest/run-import.js';
-import type { ImportFeed } from '../../shared/tables.js';
 import type { Db } from '../../shared/db.js';
+import type { ImportFeed } from '../../shared/tables.js';
 
 /** What a test run gets from configuration: the default DOMAIN_SUFFIX, as the test API uses (support/api.ts). */
 export const FEED_CONFIG: FeedConfig = { domainSuffix: 'bizdir.test' };
