@@ -62,11 +62,34 @@ export async function createImportRun(
 }
 
 /**
- * Records the run of one schedule slot: `queued`, or `skipped` (settled at once) when the source is
- * unchanged since the schedule's last successful run. A slot seen twice yields one run
- * (`created: false` the second time).
+ * Records the run of one schedule slot: `queued` (with `parts`, one part row each, made in the same
+ * transaction; without, made when first asked for: partsOf), `skipped` (settled at once) when the
+ * source is unchanged since the schedule's last successful run, or `failed` at once with `error` (a
+ * source missing: nothing is read). A slot seen twice yields one run (`created: false` the second time).
  */
-export const createScheduledRun = repo.insertScheduledRun;
+export async function createScheduledRun(
+  db: Db,
+  run: Omit<Parameters<typeof repo.insertScheduledRun>[1], 'status'> & {
+    status: 'queued' | 'skipped' | 'failed';
+    parts?: readonly PartSource[];
+    error?: string;
+  },
+): Promise<{ id: number; status: ImportStatus; created: boolean }> {
+  const { parts, error, ...row } = run;
+  return db.transaction().execute(async (trx) => {
+    const made = await repo.insertScheduledRun(trx, {
+      ...row,
+      status: run.status === 'skipped' ? 'skipped' : 'queued',
+    });
+    if (!made.created) return made;
+    if (run.status === 'failed') {
+      await repo.markFailed(trx, made.id, error ?? 'failed');
+      return { ...made, status: 'failed' };
+    }
+    if (run.status === 'queued' && parts && parts.length > 0) await repo.insertParts(trx, made.id, parts);
+    return made;
+  });
+}
 export const lastSuccessfulFingerprint = repo.lastSuccessfulFingerprint;
 
 export const getRun = repo.getRun;

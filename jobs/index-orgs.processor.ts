@@ -14,6 +14,8 @@ import { markOutage, outageTracker } from '../shared/outage.js';
 import type { JobName } from '../shared/queues.js';
 import { createQueue } from './queue.js';
 import type { ProcessorFactory } from './registry.js';
+import { meiliDbPathOf, recordIndexBuilt } from './schedules/index-growth.js';
+import { markReindexRunRunning, settleReindexRun } from './schedules/reindex-runs.repository.js';
 
 export const INDEX_JOB: JobName<'index'> = 'index-orgs';
 
@@ -41,6 +43,21 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       { name: INDEX_JOB, data: { reason: 'sweep' }, opts: { removeOnComplete: 100, removeOnFail: 100 } },
     )
     .catch((err: Error) => deps.logger.warn({ err: err.message }, 'index sweep not scheduled'));
+  /**
+   * The index's size right after a build, which a reindex schedule's growth threshold compares with
+   * (jobs/schedules/index-growth.ts). The build is done either way: a size that cannot be read is logged.
+   */
+  const recordBuilt = async () => {
+    const dbPath = meiliDbPathOf(deps.config);
+    try {
+      const size = await recordIndexBuilt({ db: deps.db, meili, indexUid, dbPath });
+      if (typeof size === 'string')
+        deps.logger.debug({ reason: size }, 'index size after the build not recorded');
+      else deps.logger.info({ ...size }, 'index size after the build recorded');
+    } catch (err) {
+      deps.logger.warn({ err }, 'index size after the build not recorded');
+    }
+  };
   let waitingLogged = false;
   type IndexJob = Parameters<ReturnType<ProcessorFactory<'index-orgs'>>>[0];
   const progressOf = (job: IndexJob) => (done: number, total: number) => {
@@ -56,16 +73,32 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
     }
     const sync = () => syncOutbox({ db: deps.db, meili, indexUid });
     if (job.data.rebuild) {
-      const result = await reindex(
-        { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
-        {
-          sync,
-          onProgress: progressOf(job),
-          ...(signal ? { signal } : {}),
-        },
-      );
-      deps.logger.info({ ...result }, 'search index rebuilt');
-      return result;
+      const scheduled = job.data.scheduleRun;
+      if (scheduled !== undefined) await markReindexRunRunning(deps.db, scheduled);
+      try {
+        const result = await reindex(
+          { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
+          {
+            sync,
+            onProgress: progressOf(job),
+            ...(signal ? { signal } : {}),
+          },
+        );
+        deps.logger.info({ ...result }, 'search index rebuilt');
+        await recordBuilt();
+        if (scheduled !== undefined) {
+          const reason = `rebuilt: ${result.documents} Orgs, ${result.replayed} replayed, ${(result.ms / 1000).toFixed(1)} s`;
+          await settleReindexRun(deps.db, scheduled, { status: 'succeeded', reason, result: { ...result } });
+        }
+        return result;
+      } catch (error) {
+        // Its last attempt: the scheduled run must not stay "running" for ever.
+        if (scheduled !== undefined && job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+          const reason = error instanceof Error ? error.message : String(error);
+          await settleReindexRun(deps.db, scheduled, { status: 'failed', reason });
+        }
+        throw error;
+      }
     }
     // A backlog too large to sync well (a bulk import) is rebuilt: after the import, or during it.
     const plan = await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog);
@@ -87,8 +120,10 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
         { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
         { onProgress: progressOf(job), ...follow, ...(signal ? { signal } : {}) },
       );
-      if (rebuilt.ran)
+      if (rebuilt.ran) {
         deps.logger.info({ reason: job.data.reason, ...rebuilt }, 'search index rebuilt to catch up');
+        await recordBuilt();
+      }
     }
     // The backlog can grow past the threshold while this run drains it: look again as it goes.
     const result = await syncOutbox(

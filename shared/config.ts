@@ -57,6 +57,12 @@ const Env = Type.Object({
    */
   MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: Type.Union([Type.Literal('true'), Type.Literal('false')]),
   /**
+   * Meilisearch's database folder (its --db-path) as this process sees it, for a reindex schedule
+   * with `--when-grown`, which measures the index's files (jobs/schedules/index-growth.ts). Unset:
+   * the embedded Meilisearch's, `<DATA_DIR>/meilisearch/data.ms`.
+   */
+  MEILI_DB_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  /**
    * Org changes behind (and at least 30 % of the index) at which the indexer rebuilds the search
    * index and swaps it in instead of syncing the backlog (search/catch-up.ts); 0: always sync.
    */
@@ -137,6 +143,8 @@ export interface Config {
   readonly meiliMaxIndexingThreads: number | undefined;
   /** MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE=true (the embedded Meilisearch's write map). */
   readonly meiliReduceIndexingMemory: boolean;
+  /** MEILI_DB_PATH; undefined: the embedded Meilisearch's folder under DATA_DIR. */
+  readonly meiliDbPath: string | undefined;
   /** SEARCH_REBUILD_BACKLOG: see search/catch-up.ts. */
   readonly searchRebuildBacklog: number;
   /** SEARCH_REBUILD_DURING_IMPORT=on. */
@@ -194,6 +202,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
     meiliMaxIndexingThreads: v.MEILI_MAX_INDEXING_THREADS,
     meiliReduceIndexingMemory: v.MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE === 'true',
+    meiliDbPath: v.MEILI_DB_PATH,
     searchRebuildBacklog: v.SEARCH_REBUILD_BACKLOG,
     searchRebuildDuringImport: v.SEARCH_REBUILD_DURING_IMPORT === 'on',
   });

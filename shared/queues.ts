@@ -26,9 +26,14 @@ export interface JobPayloads {
   /**
    * Brings the search index up to date with Orgs changed in Postgres (the changes themselves are in
    * search_outbox); with `rebuild`, builds a fresh index and swaps it in (`bizdir reindex`).
-   * `change`: a commit touched the records (jobs/index-on-change.ts).
+   * `change`: a commit touched the records (jobs/index-on-change.ts). `scheduleRun`: the
+   * schedule_reindex_runs row of the scheduled reindex that queued the rebuild.
    */
-  'index-orgs': { reason: 'import' | 'sweep' | 'change' | 'reindex'; rebuild?: boolean };
+  'index-orgs': {
+    reason: 'import' | 'sweep' | 'change' | 'reindex' | 'schedule';
+    rebuild?: boolean;
+    scheduleRun?: number;
+  };
 }
 
 export type JobData<N extends JobName> = JobPayloads[N];

@@ -275,8 +275,8 @@ export interface Database {
 
 export interface ImportSchedulesTable {
   name: string;
-  feed: ImportFeed;
-  source: string;
+  /** Null for a job other than `import` (migration 0027). */
+  feed: ImportFeed | null;
   cron: string;
   tz: Generated<string>;
   // jsonb: read as the parsed object, written as its JSON text (optional, the column has a default).
@@ -375,4 +375,44 @@ export interface OrgsTable {
  */
 export interface ImportRejectsTable {
   record_key: Generated<string | null>;
+}
+
+/**
+ * Migration 0027_schedule_sources: a schedule's sources (templates of the date, as written) and what
+ * it runs; the firings of reindex schedules; the index's size right after each build.
+ */
+export type ScheduleJob = 'import' | 'reindex' | 'reindex-verify';
+export type ReindexRunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
+
+export interface ImportSchedulesTable {
+  sources: ColumnType<string[], string[], string[]>;
+  job: Generated<ScheduleJob>;
+  when_grown: number | null;
+}
+
+export interface ScheduleReindexRunsTable {
+  id: GeneratedAlways<number>;
+  schedule_name: string;
+  scheduled_for: Timestamp;
+  job: Exclude<ScheduleJob, 'import'>;
+  status: Generated<ReindexRunStatus>;
+  job_id: string | null;
+  reason: string | null;
+  result: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+}
+
+export interface IndexBuildSizesTable {
+  id: GeneratedAlways<number>;
+  index_uid: string;
+  documents: number;
+  bytes: number;
+  measured_at: Timestamp;
+}
+
+export interface Database {
+  schedule_reindex_runs: ScheduleReindexRunsTable;
+  index_build_sizes: IndexBuildSizesTable;
 }

@@ -101,11 +101,16 @@ describe('bizdir schedule set / list / remove', () => {
     expect(rows).toEqual([
       {
         name: 'nightly',
+        job: 'import',
         feed: 'registrar',
         source: feed,
+        sources: [{ template: feed, next: [feed] }],
+        next_period: null,
+        fallback_periods: [],
         cron: '0 3 * * *',
         tz: 'UTC',
         options: { country: 'GB', full: true },
+        when_grown: null,
         next_run: expect.stringMatching(/T03:00:00Z$/),
         last_run: null,
       },
@@ -156,7 +161,7 @@ describe('reconciliation', () => {
     await upsertSchedule(tdb.db, {
       name: 'rec-a',
       feed: 'registrar',
-      source: '/nowhere/a.csv',
+      sources: ['/nowhere/a.csv'],
       cron: '0 4 * * *',
       tz: 'UTC',
       options: {},
@@ -164,7 +169,7 @@ describe('reconciliation', () => {
     await upsertSchedule(tdb.db, {
       name: 'rec-b',
       feed: 'locations',
-      source: 'https://example.invalid/b.csv',
+      sources: ['https://example.invalid/b.csv'],
       cron: '30 5 * * 1',
       tz: 'Europe/London',
       options: { full: true },
@@ -207,7 +212,7 @@ describe('a scheduled run', () => {
     await upsertSchedule(tdb.db, {
       name: 'skip',
       feed: 'registrar',
-      source: feed,
+      sources: [feed],
       cron: '0 * * * *',
       tz: 'UTC',
       options: {},
@@ -258,7 +263,7 @@ describe('a scheduled run', () => {
     await upsertSchedule(tdb.db, {
       name: 'once',
       feed: 'registrar',
-      source: feed,
+      sources: [feed],
       cron: '0 * * * *',
       tz: 'UTC',
       options: {},
@@ -284,7 +289,7 @@ describe('a scheduled run', () => {
     await upsertSchedule(tdb.db, {
       name: 'two',
       feed: 'registrar',
-      source: feed,
+      sources: [feed],
       cron: '* * * * * *',
       tz: 'UTC',
       options: {},

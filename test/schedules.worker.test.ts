@@ -46,7 +46,7 @@ describe('a schedule run by the worker', () => {
     await upsertSchedule(t.db, {
       name: 'every-second',
       feed: 'registrar',
-      source: file,
+      sources: [file],
       cron: '* * * * * *',
       tz: 'UTC',
       options: { country: 'GB', full: false },

@@ -1,12 +1,14 @@
 import type { Queue } from 'bullmq';
-import { createScheduledRun, lastSuccessfulFingerprint } from '../../ingest/import-run.js';
 import type { Db } from '../../shared/db.js';
-import type { Logger } from '../../shared/logger.js';
 import type { QueueName } from '../../shared/queues.js';
+import { fireImport, type ImportFiringDeps, type ImportFiringOutcome } from './import-firing.js';
+import { fireReindex, type ReindexFiringDeps, type ReindexFiringOutcome } from './reindex-firing.js';
 import { allSchedules, getSchedule } from './schedule.repository.js';
-import { sourceFingerprint } from './source-fingerprint.js';
 
-/** Firings go to the import queue: a scheduled import waits its turn like any other import. */
+/**
+ * Firings go to the import queue: a scheduled import waits its turn like any other import, and so
+ * does a scheduled reindex before it queues its rebuild on the index queue.
+ */
 export const SCHEDULE_QUEUE: QueueName = 'import';
 
 /** The job a schedule fires; it only decides and records, the import itself is an ordinary import-feed job. */
@@ -82,23 +84,14 @@ export function removeScheduler(queue: SchedulerQueue, name: string) {
   return queue.removeJobScheduler(schedulerIdOf(name));
 }
 
-export interface RunScheduleDeps {
-  db: Db;
-  /** Enqueues the ordinary import job for a run; returns the job id. Idempotent per run id. */
-  enqueueImport(runId: number): Promise<string>;
-  log?: Logger;
-}
+export type RunScheduleDeps = ImportFiringDeps & Partial<Omit<ReindexFiringDeps, keyof ImportFiringDeps>>;
 
-export type RunScheduleOutcome =
-  | { outcome: 'gone' }
-  | { outcome: 'skipped'; runId: number }
-  | { outcome: 'queued'; runId: number; jobId: string }
-  | { outcome: 'duplicate'; runId: number };
+export type RunScheduleOutcome = { outcome: 'gone' } | ImportFiringOutcome | ReindexFiringOutcome;
 
 /**
- * One firing of a schedule: compare the source with the last successful run, then record a
- * skipped run or create an ordinary queued run and enqueue its import job.
- * `slot` is the firing time BullMQ computed (the same for every worker that might see it).
+ * One firing of a schedule: an import (import-firing.ts), or a rebuild or check of the search index
+ * (reindex-firing.ts). `slot` is the firing time BullMQ computed (the same for every worker that
+ * might see it).
  */
 export async function runSchedule(
   deps: RunScheduleDeps,
@@ -108,29 +101,11 @@ export async function runSchedule(
   const schedule = await getSchedule(deps.db, name);
   // Removed after the firing was queued: nothing to do (reconciliation removes the scheduler).
   if (!schedule) return { outcome: 'gone' };
-  const fingerprint = (await sourceFingerprint(schedule.source)) ?? null;
-  const previous = await lastSuccessfulFingerprint(deps.db, name);
-  const unchanged = fingerprint !== null && fingerprint === previous;
-  const run = await createScheduledRun(deps.db, {
-    feed: schedule.feed,
-    source: schedule.source,
-    options: schedule.options,
-    scheduleName: schedule.name,
-    slot,
-    fingerprint,
-    status: unchanged ? 'skipped' : 'queued',
-  });
-  const log = deps.log?.child({ schedule: name, runId: run.id });
-  if (run.status === 'skipped') {
-    log?.info('source unchanged since the last successful run; run recorded as skipped');
-    return run.created ? { outcome: 'skipped', runId: run.id } : { outcome: 'duplicate', runId: run.id };
-  }
-  // A retried firing finds its run already made; it (re-)enqueues only while the run still waits,
-  // and the deterministic job id keeps that to one job.
-  if (!run.created && run.status !== 'queued') return { outcome: 'duplicate', runId: run.id };
-  const jobId = await deps.enqueueImport(run.id);
-  log?.info({ jobId }, 'scheduled import queued');
-  return run.created ? { outcome: 'queued', runId: run.id, jobId } : { outcome: 'duplicate', runId: run.id };
+  if (schedule.job === 'import') return fireImport(deps, schedule, slot);
+  const { enqueueRebuild, rebuildUnderWay, verify, indexGrowth } = deps;
+  if (!enqueueRebuild || !rebuildUnderWay || !verify || !indexGrowth)
+    throw new Error(`schedule ${name}: this worker cannot run ${schedule.job} schedules`);
+  return fireReindex({ ...deps, enqueueRebuild, rebuildUnderWay, verify, indexGrowth }, schedule, slot);
 }
 
 /**
@@ -145,7 +120,13 @@ export function slotOf(job: { opts: { prevMillis?: number }; timestamp: number }
 /** The BullMQ processor body for a run-schedule job. */
 export function processRunSchedule(
   deps: RunScheduleDeps,
-  job: { data: RunSchedulePayload; opts: { prevMillis?: number }; timestamp: number },
+  job: {
+    data: RunSchedulePayload;
+    opts: { prevMillis?: number; attempts?: number };
+    timestamp: number;
+    attemptsMade?: number;
+  },
 ): Promise<RunScheduleOutcome> {
-  return runSchedule(deps, job.data.schedule, slotOf(job));
+  const finalAttempt = (job.attemptsMade ?? 0) + 1 >= (job.opts.attempts ?? 1);
+  return runSchedule({ ...deps, finalAttempt }, job.data.schedule, slotOf(job));
 }
