@@ -12,6 +12,7 @@ import { startIndexOnChange } from './index-on-change.js';
 import { indexOrgsNotifier } from './index-orgs.processor.js';
 import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
 import { startScheduleReconciler } from './schedules/reconciler.js';
+import { settleReindexRun } from './schedules/reindex-runs.repository.js';
 
 export interface WorkerOptions {
   /** Queues to run; default every queue with processors registered. */
@@ -100,6 +101,17 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
         const { runId } = job.data as { runId: number };
         failRun(deps.db, runId, err.message).catch((e: unknown) =>
           log.error({ runId, err: e }, 'could not mark the run failed; it stays as it was'),
+        );
+      }
+      // A scheduled rebuild that stalled out: its run must not stay "running" for ever.
+      const scheduleRun = (job?.data as { scheduleRun?: number } | undefined)?.scheduleRun;
+      if (job?.finishedOn && job.name === 'index-orgs' && scheduleRun !== undefined) {
+        settleReindexRun(deps.db, scheduleRun, { status: 'failed', reason: err.message }).catch(
+          (e: unknown) =>
+            log.error(
+              { scheduleRun, err: e },
+              'could not mark the scheduled reindex failed; it stays as it was',
+            ),
         );
       }
       if (job?.finishedOn && job.name === 'import-part') {

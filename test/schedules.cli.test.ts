@@ -25,7 +25,13 @@ const published = new Set<string>();
 beforeAll(async () => {
   tdb = await createTestDb();
   tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'bizdir-sched-cli-'));
-  env = { DATABASE_URL: tdb.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix, DATA_DIR: tmp };
+  env = {
+    DATABASE_URL: tdb.url,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: queue.prefix,
+    DATA_DIR: tmp,
+    MEILI_INDEX: 'sched_cli_orgs',
+  };
   server = http.createServer((req, res) => res.writeHead(published.has(req.url ?? '') ? 200 : 404).end());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -174,6 +180,14 @@ describe('bizdir schedule list and show', () => {
     const text = await runCli(['schedule', 'show', 'monthly-register'], env);
     expect(text.stdout).toContain(`now        ${month(now)}: all 8 sources are there`);
     expect(text.stdout).toContain(`sources    ${template}`);
+    // A reindex schedule shows what its growth threshold compares with: the size after the last build.
+    await tdb.db
+      .insertInto('index_build_sizes')
+      .values({ index_uid: 'sched_cli_orgs', documents: 1000, bytes: 1_380_000 })
+      .execute();
+    const weekly = await runCli(['schedule', 'show', 'weekly-reindex'], env);
+    expect(weekly.stdout).toMatch(/^job +reindex --when-grown 1.3$/m);
+    expect(weekly.stdout).toMatch(/^last build 1380 B\/Org on disk \(1000 Orgs, 1380000 bytes\), \S+Z$/m);
     const missing = await runCli(['schedule', 'show', 'nope'], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no schedule named nope');

@@ -4,6 +4,7 @@ import { ImportOptionsError } from '../../ingest/feed-handler.js';
 import { feedHandler, feedNames } from '../../ingest/feeds.js';
 import { isUrl } from '../../ingest/source.js';
 import { assertCron, assertTimeZone, nextRun, ScheduleDefinitionError } from '../../jobs/schedules/cron.js';
+import { lastBuildSize } from '../../jobs/schedules/index-builds.repository.js';
 import {
   getSchedule,
   listSchedulesWithLastRun,
@@ -18,7 +19,7 @@ import { createDb, type Db } from '../../shared/db.js';
 import type { ImportFeed } from '../../shared/tables.js';
 import { CliError, cliConfig, databaseUrlOf } from '../cli-context.js';
 import { withSchedulerQueue } from './schedule.queue.js';
-import { checkNow, fmt, listText, scheduleView, showText } from './schedule.view.js';
+import { builtView, checkNow, fmt, listText, scheduleView, showText } from './schedule.view.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
@@ -191,12 +192,25 @@ export function registerSchedule(program: Command): void {
     .option('--json', 'one JSON object')
     .option('--no-check', 'do not look for the sources now (no requests)')
     .action(async (name: string, o: { json?: boolean; check: boolean }) => {
-      const [row] = await withDb((db) => listSchedulesWithLastRun(db, name));
+      const config = cliConfig();
+      const { row, built } = await withDb(async (db) => ({
+        row: (await listSchedulesWithLastRun(db, name))[0],
+        built: await lastBuildSize(db, config.meiliIndex),
+      }));
       if (!row) throw new CliError(`no schedule named ${name}`);
       const view = scheduleView(row);
       const check = view.job === 'import' && o.check ? await checkNow(view, probeSource) : null;
-      if (o.json) console.log(JSON.stringify({ ...view, ...(check ? { now: check } : {}) }));
-      else for (const line of showText(view, check)) console.log(line);
+      // What a growth threshold compares with: the index's files right after its last build.
+      const lastBuild = view.job === 'reindex' && built ? builtView(built) : null;
+      if (o.json)
+        console.log(
+          JSON.stringify({
+            ...view,
+            ...(check ? { now: check } : {}),
+            ...(lastBuild ? { last_build: lastBuild } : {}),
+          }),
+        );
+      else for (const line of showText(view, check, lastBuild)) console.log(line);
     });
 
   schedule

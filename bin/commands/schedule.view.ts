@@ -172,7 +172,21 @@ export function listText(views: readonly ScheduleView[]): string[] {
   return lines;
 }
 
-export function showText(v: ScheduleView, check: CheckView | null): string[] {
+/** The search index's files right after its last build (index_build_sizes). */
+export interface BuiltView {
+  documents: number;
+  bytes: number;
+  bytes_per_org: number;
+  measured_at: string;
+}
+
+export function builtView(b: { documents: number; bytes: number; measured_at: Date }): BuiltView {
+  const documents = Number(b.documents);
+  const bytes = Number(b.bytes);
+  return { documents, bytes, bytes_per_org: Math.round(bytes / documents), measured_at: fmt(b.measured_at) };
+}
+
+export function showText(v: ScheduleView, check: CheckView | null, built: BuiltView | null = null): string[] {
   const lines = [
     `schedule   ${v.name}`,
     `job        ${jobLabel(v)}`,
@@ -181,6 +195,11 @@ export function showText(v: ScheduleView, check: CheckView | null): string[] {
     `last run   ${v.last_run ? `#${v.last_run.id} ${v.last_run.result} ${v.last_run.at}` : '-'}`,
   ];
   if (v.last_run?.error) lines.push(`           ${v.last_run.error}`);
+  if (built) {
+    lines.push(
+      `last build ${built.bytes_per_org} B/Org on disk (${built.documents} Orgs, ${built.bytes} bytes), ${built.measured_at}`,
+    );
+  }
   if (v.job !== 'import') return lines;
   lines.push(`sources    ${v.sources.map((s) => s.template).join('\n           ')}`);
   const all = v.sources.flatMap((s) => s.next);
