@@ -205,7 +205,7 @@ export function showText(v: ScheduleView, check: CheckView | null, built: BuiltV
   const all = v.sources.flatMap((s) => s.next);
   if (v.next_period !== null) {
     lines.push(
-      `next run   reads ${v.next_period}, else the newest of ${v.fallback_periods.join(', ')} published:`,
+      `reads      ${v.next_period}, else the newest of ${v.fallback_periods.join(', ')} published:`,
     );
     lines.push(...sourceLines(all, '             '));
   }
