@@ -12,6 +12,18 @@ let base: string;
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     methods.push(req.method ?? '');
+    // A server (a signed object-store URL, some CDNs) that answers GET only.
+    if (req.url === '/get-only.zip') {
+      if (req.method === 'HEAD') res.writeHead(403).end();
+      else
+        res
+          .writeHead(206, {
+            'last-modified': 'Tue, 01 Dec 2026 00:00:00 GMT',
+            'content-range': 'bytes 0-0/5000',
+          })
+          .end('P');
+      return;
+    }
     const h = headers[req.url ?? ''];
     if (!h) {
       res.writeHead(404).end();
@@ -39,6 +51,14 @@ describe('the fingerprint of a feed URL', () => {
     headers['/etag.csv'] = { etag: '"v2"' };
     expect(await sourceFingerprint(`${base}/etag.csv`)).toBe('etag="v2"');
     expect(new Set(methods)).toEqual(new Set(['HEAD']));
+  });
+
+  it('asks a server that refuses HEAD for one byte instead, and reads the length from Content-Range', async () => {
+    methods.length = 0;
+    expect(await sourceFingerprint(`${base}/get-only.zip`)).toBe(
+      'last-modified=Tue, 01 Dec 2026 00:00:00 GMT;length=5000',
+    );
+    expect(methods).toEqual(['HEAD', 'GET']);
   });
 
   it('is unknown (so the run goes ahead) without validators, on an error status or when unreachable', async () => {
