@@ -204,9 +204,7 @@ export function showText(v: ScheduleView, check: CheckView | null, built: BuiltV
   lines.push(`sources    ${v.sources.map((s) => s.template).join('\n           ')}`);
   const all = v.sources.flatMap((s) => s.next);
   if (v.next_period !== null) {
-    lines.push(
-      `reads      ${v.next_period}, else the newest of ${v.fallback_periods.join(', ')} published:`,
-    );
+    lines.push(`reads      ${v.next_period}, else the newest of ${v.fallback_periods.join(', ')} published:`);
     lines.push(...sourceLines(all, '             '));
   }
   if (check) lines.push(`now        ${check.message}`);

@@ -8,8 +8,7 @@ import { lastBuildSize, recordBuildSize } from './index-builds.repository.js';
 /**
  * How far the search index's file has grown since its last build. Live updates leave the index's
  * LMDB file larger than a fresh build of the same Orgs (freed pages stay in the file for later
- * writes; docs/imports.md measured 1,380 B/Org after a build and 2,017-2,057 after a month of
- * updates), and only a rebuild gives the space back.
+ * writes: docs/operations.md, The monthly register), and only a rebuild gives the space back.
  *
  * What is measured: the disk the files under Meilisearch's `indexes/` folder hold (allocated
  * blocks, what `du` reports), per document of the live index. Not Meilisearch's `/stats`: with
