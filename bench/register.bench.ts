@@ -8,7 +8,8 @@ import { type ExtraRequestInit, Meilisearch, type SearchParams } from 'meilisear
 import pg from 'pg';
 import { createAccount } from '../api/accounts/account.service.js';
 import { freePort, startMeiliServer } from '../bin/local/meili-server.js';
-import { ensureOrgIndex, succeeded } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
+import { succeeded } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
 import type { OrgSort } from '../search/org-search.js';
 import { pendingChanges } from '../search/org-sync.js';

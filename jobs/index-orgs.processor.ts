@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { importWriting, planCatchUp } from '../search/catch-up.js';
+import { ensureOrgIndex, IndexOutdatedError } from '../search/index-definition.js';
 import {
   createMeiliClient,
-  ensureOrgIndex,
   INDEXING_TIMEOUT_MS,
   isUnavailable,
   meiliConnectionOf,
@@ -59,6 +59,14 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
     }
   };
   let waitingLogged = false;
+  // An index of an older format gets no writes (the changes wait in the outbox) until `bizdir reindex`
+  // replaces it: said once, and again if it comes back after a run got through.
+  let olderLogged = false;
+  const logOlder = () => {
+    if (olderLogged) return;
+    olderLogged = true;
+    deps.logger.warn({ index: indexUid }, new IndexOutdatedError(indexUid).message);
+  };
   type IndexJob = Parameters<ReturnType<ProcessorFactory<'index-orgs'>>>[0];
   const progressOf = (job: IndexJob) => (done: number, total: number) => {
     // Best effort: progress is for the dashboard; the rebuild goes on without it.
@@ -68,7 +76,7 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
   };
   const run = async (job: IndexJob, signal: AbortSignal | undefined) => {
     if (!settingsApplied) {
-      await ensureOrgIndex(meili, indexUid);
+      if ((await ensureOrgIndex(meili, indexUid)) === 'older') logOlder();
       settingsApplied = true;
     }
     const sync = () => syncOutbox({ db: deps.db, meili, indexUid });
@@ -134,6 +142,8 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
           (await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog)).action === 'sync',
       },
     );
+    if (result.olderIndex) logOlder();
+    else if (result.ran) olderLogged = false;
     if (result.batches > 0) deps.logger.info({ reason: job.data.reason, ...result }, 'search index updated');
     return result;
   };

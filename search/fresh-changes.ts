@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../shared/db.js';
 import { foldName, nameSortKey, termMatches } from './name-text.js';
-import { updatedKeys, withUid } from './org-document.js';
+import { withUid } from './org-document.js';
 import type { OrgSearchPage, OrgSearchQuery, OrgSort } from './org-search.js';
 
 /**
@@ -49,6 +49,22 @@ export async function freshRows(db: Db, ids: readonly number[]): Promise<Map<num
     .where('id', '=', sql<number>`any(${ids}::bigint[])`)
     .execute();
   return new Map(rows.map((r) => [Number(r.id), withUid(r)]));
+}
+
+/** `updated` in ms, fixed-width base 36 (9 digits hold every date up to the year 5138). */
+const msKey = (updated: Date) => Math.max(0, updated.getTime()).toString(36).padStart(9, '0');
+
+/** Each base-36 digit replaced by its complement: reverses the order of equal-length keys. */
+const complement = (key: string) => [...key].map((c) => (35 - Number.parseInt(c, 36)).toString(36)).join('');
+
+/**
+ * The two keys of the `updated` order: `0<ms><uid>` is the smallest and gives `updated` then stable
+ * domain ascending; `1<ms><complement of uid>` is the largest, and sorted descending gives
+ * `updated` descending then stable domain ascending: the index's order on `u`, `ua` (`ud`) and `d`.
+ */
+export function updatedKeys(updated: Date, uid: string): [string, string] {
+  const ms = msKey(updated);
+  return [`0${ms}${uid}`, `1${ms}${complement(uid)}`];
 }
 
 /** Where an Org falls in a query's order: compared as [major, minor] strings, ascending. */

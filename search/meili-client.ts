@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { ExtraRequestInit, Settings } from 'meilisearch';
+import type { ExtraRequestInit, WaitOptions } from 'meilisearch';
 import {
   type EnqueuedTaskPromise,
   Meilisearch,
@@ -9,13 +9,6 @@ import {
 } from 'meilisearch';
 import { Agent, request } from 'undici';
 import { type Config, LOCAL_DEFAULTS } from '../shared/config.js';
-import {
-  ORG_INDEX_FORMAT,
-  ORG_INDEX_PRIMARY_KEY,
-  ORG_INDEX_SETTINGS,
-  REQUIRED_FEATURES,
-} from './index-definition.js';
-import { V1_SEARCHABLE } from './legacy-v1/index-settings.js';
 
 /**
  * Meilisearch clients with bounded requests. Queries get a short timeout so an unreachable or
@@ -101,11 +94,11 @@ export class MeiliTaskFailedError extends Error {
 }
 
 /** How long a task is waited for unless a caller says otherwise (Meilisearch runs tasks one batch at a time). */
-const TASK_WAIT_MS = 300_000;
+export const TASK_WAIT_MS = 300_000;
 
 /** Waits for an enqueued task and throws unless it succeeded: callers mark work done only after this. */
 export async function succeeded(enqueued: EnqueuedTaskPromise, timeoutMs = TASK_WAIT_MS): Promise<Task> {
-  return checked(await enqueued.waitTask({ timeout: timeoutMs, interval: pollInterval(timeoutMs) }));
+  return checked(await enqueued.waitTask(taskWaitOptions(timeoutMs)));
 }
 
 /** `succeeded` for a task known by its uid (streamDocuments). */
@@ -114,16 +107,17 @@ export async function taskSucceeded(
   taskUid: number,
   timeoutMs = TASK_WAIT_MS,
 ): Promise<Task> {
-  return checked(
-    await client.tasks.waitForTask(taskUid, { timeout: timeoutMs, interval: pollInterval(timeoutMs) }),
-  );
+  return checked(await client.tasks.waitForTask(taskUid, taskWaitOptions(timeoutMs)));
 }
 
 /**
  * Short tasks are polled often (a change should be searchable quickly); long ones (a rebuild's
  * settings, minutes) once a second: each poll leaves a listener on the wait's abort signal.
  */
-const pollInterval = (timeoutMs: number) => (timeoutMs > TASK_WAIT_MS ? 1_000 : 100);
+export const taskWaitOptions = (timeoutMs: number): WaitOptions => ({
+  timeout: timeoutMs,
+  interval: timeoutMs > TASK_WAIT_MS ? 1_000 : 100,
+});
 
 function checked(task: Task): Task {
   if (task.status !== 'succeeded') {
@@ -147,7 +141,7 @@ export async function streamDocuments(
   client: Meilisearch,
   indexUid: string,
   lines: AsyncIterable<string>,
-  primaryKey = ORG_INDEX_PRIMARY_KEY,
+  primaryKey = 'id',
 ): Promise<number> {
   const host = /^https?:\/\//.test(client.config.host) ? client.config.host : `http://${client.config.host}`;
   const url = new URL(
@@ -201,80 +195,6 @@ export async function indexExists(client: Meilisearch, uid: string): Promise<boo
     if (error instanceof MeilisearchApiError && error.response.status === 404) return false;
     throw error;
   }
-}
-
-/** The sort keys this release's format declares (ensureOrgIndex: an index with others is a later release's). */
-const CURRENT_SORTABLE: ReadonlySet<string> = new Set(ORG_INDEX_SETTINGS.sortableAttributes ?? []);
-
-export type IndexFormat = 1 | 2 | 3 | 4 | 5 | 6 | typeof ORG_INDEX_FORMAT;
-
-/** The document format of an existing index (by its searchable attribute), or null when it does not exist. */
-export async function indexFormat(client: Meilisearch, uid: string): Promise<IndexFormat | null> {
-  return (await indexShape(client, uid))?.format ?? null;
-}
-
-/** An existing index's format and sort keys (one read of each setting), or null when it does not exist. */
-async function indexShape(
-  client: Meilisearch,
-  uid: string,
-): Promise<{ format: IndexFormat; sortable: string[] } | null> {
-  try {
-    const index = client.index(uid);
-    const [searchable, sortable] = await Promise.all([
-      index.getSearchableAttributes(),
-      index.getSortableAttributes(),
-    ]);
-    return { format: formatOf(searchable, sortable), sortable };
-  } catch (error) {
-    if (error instanceof MeilisearchApiError && error.response.status === 404) return null;
-    throw error;
-  }
-}
-
-function formatOf(searchable: readonly string[], sortable: readonly string[]): IndexFormat {
-  if (searchable.length === 1 && searchable[0] === V1_SEARCHABLE) return 1;
-  if (sortable.includes('ua')) return ORG_INDEX_FORMAT;
-  if (sortable.includes('np')) return 6;
-  if (sortable.includes('nb')) return sortable.includes('t') ? 4 : 5;
-  return sortable.includes('t') ? 3 : 2;
-}
-
-/**
- * Creates the index when missing and applies the declared settings (a no-op task when they are
- * already in place). Used at start-up for the live index and by reindex for each new index. An
- * index of an older format is left as it is: it keeps serving until `bizdir reindex` replaces it.
- */
-export async function ensureOrgIndex(
-  client: Meilisearch,
-  uid: string,
-  settings: Settings = ORG_INDEX_SETTINGS,
-): Promise<IndexFormat> {
-  await client.updateExperimentalFeatures(REQUIRED_FEATURES);
-  if (!(await indexExists(client, uid))) {
-    // Queued behind whatever Meilisearch is processing (a 5.7M index's sync batches take seconds
-    // each): waited for as long as any settings task, not the client's default wait.
-    const task = await client
-      .createIndex(uid, { primaryKey: ORG_INDEX_PRIMARY_KEY })
-      .waitTask({ timeout: TASK_WAIT_MS, interval: pollInterval(TASK_WAIT_MS) });
-    // Two starters racing: the loser's creation fails with index_already_exists, which is fine.
-    if (task.status === 'failed' && task.error?.code !== 'index_already_exists') {
-      throw new MeiliTaskFailedError(`creating index ${uid} failed: ${task.error?.message}`);
-    }
-    await succeeded(client.index(uid).updateSettings(settings));
-    return ORG_INDEX_FORMAT;
-  }
-  const shape = await indexShape(client, uid);
-  if (shape !== null && shape.format !== ORG_INDEX_FORMAT) return shape.format;
-  // An index a later release built sorts on keys this release does not know: applying this
-  // release's settings would drop them (and make Meilisearch rework its facets), so it is left as it
-  // is and served with this release's rules (a later format only adds keys).
-  if (shape?.sortable.some((a) => !CURRENT_SORTABLE.has(a))) return ORG_INDEX_FORMAT;
-  // An existing index keeps the language its words were tokenized in: changing it makes
-  // Meilisearch tokenize every document again in one task (minutes at 5.7M, with the sync queued
-  // behind it). An index built before the language was declared gets it at `bizdir reindex`.
-  const { localizedAttributes: _kept, ...rest } = settings;
-  await succeeded(client.index(uid).updateSettings(rest));
-  return ORG_INDEX_FORMAT;
 }
 
 /** Where Meilisearch is for this process: configured, else the local default. */

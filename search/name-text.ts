@@ -36,12 +36,6 @@ export function foldName(text: string): string {
 
 /** Pads the words at the end of a name (never a character of a name or a term). */
 const END = 'xk';
-/**
- * Filter value of a name that repeats some 4-gram, as documents written before the repeated
- * 4-grams were named (REPEAT_PREFIX) carry it: queries still look for it, so an index built by an
- * earlier release stays exact until `bizdir reindex`; documents written now never carry it.
- */
-const REPEAT_MARK = 'rr';
 /** Filter value of a name that repeats one 4-gram: this + the 4-gram (':' is no code character). */
 const REPEAT_PREFIX = 'r:';
 /** Filter value of a name with more links than LINK_CAP: a suspect for every term of 4+ characters. */
@@ -199,7 +193,6 @@ export function planTerm(foldedTerm: string): TermPlan {
     // Only an inner 4-gram's repetition can fake the whole term (docs/search.md).
     const fours = grams(seq, 4);
     for (let i = 1; i < fours.length - 1; i++) links.add(REPEAT_PREFIX + fours[i]!);
-    links.add(REPEAT_MARK);
   }
   return { kind: 'phrase', words, links: [...links] };
 }

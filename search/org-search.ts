@@ -1,6 +1,5 @@
 import type { Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
 import { bizdirUid } from '../shared/domains.js';
-import { FORMAT_PROBE } from './index-definition.js';
 import { LARGE_ANSWER, LARGE_ANSWER_INIT, meiliCall } from './meili-client.js';
 import { decodeNameKey, foldName, nameSortKey, planTerm, termMatches } from './name-text.js';
 import { engineTimed, type SearchTiming } from './search-timing.js';
@@ -47,13 +46,6 @@ export interface OrgSearchDeps {
   indexUid: string;
   /** Names and stable ids of the given Orgs, from Postgres (missing ids are gone). */
   namesOf: (ids: readonly number[]) => Promise<Map<number, NameRow>>;
-  /**
-   * The live index's format (until `bizdir reindex`): 6 has no first-character keys (`n1`, `d1`)
-   * and splits `updated` by `db`, 5 also buckets every name by three characters (`nb`), 4 also
-   * sorts `updated` on `t` and filters Orgs by `id`, 3 also sorts on the exact keys without
-   * buckets, 2 also sorts `updated` on `u` and `d`.
-   */
-  format?: 2 | 3 | 4 | 5 | 6 | 7;
   /** Orgs left out of every answer (changed, not yet applied to the index: fresh-changes.ts). */
   exclude?: readonly number[];
   /** Where the request's time goes (the API's Server-Timing header): every Meilisearch call is timed. */
@@ -62,44 +54,13 @@ export interface OrgSearchDeps {
 
 /** `relevance` is tiers, each by stable domain. */
 type SortRules = Record<Exclude<OrgSort, 'relevance'>, string[]> & { byDomain: string[] };
-const V3_SORT_RULES: SortRules = {
-  name: ['n:asc', 'd:asc'],
-  '-name': ['n:desc', 'd:asc'],
-  // `t` holds two unique values per Org (org-document.ts updatedKeys): no tie-break needed.
-  updated: ['t:asc'],
-  '-updated': ['t:desc'],
-  byDomain: ['d:asc'],
-};
-/** Each exact key after its bucket (org-document.ts): deep pages skip whole buckets. */
-const V4_SORT_RULES: SortRules = {
-  name: ['nb:asc', 'n:asc', 'd:asc'],
-  '-name': ['nb:desc', 'n:desc', 'd:asc'],
-  updated: ['tb:asc', 't:asc'],
-  '-updated': ['tb:desc', 't:desc'],
-  byDomain: ['db:asc', 'd:asc'],
-};
 /**
- * Format 5: `updated` is `u` (ms, one value per Org, shared by an import transaction's Orgs), then
- * the stable domain's bucket and the stable domain: the order of format 4's `t` without two unique
- * strings per Org.
- */
-const V5_SORT_RULES: SortRules = {
-  ...V4_SORT_RULES,
-  updated: ['u:asc', 'db:asc', 'd:asc'],
-  '-updated': ['u:desc', 'db:asc', 'd:asc'],
-};
-/** Format 6: format 5 with the name bucket `np`, which splits the crowded prefixes finer. */
-const V6_SORT_RULES: SortRules = {
-  ...V5_SORT_RULES,
-  name: ['np:asc', 'n:asc', 'd:asc'],
-  '-name': ['np:desc', 'n:desc', 'd:asc'],
-};
-/**
- * Format 7: format 6 with the first characters of the name key (`n1`) and the stable domain (`d1`)
- * sorted on before the buckets: a deep page skips whole letters before walking buckets. `updated`
+ * Each order's keys (org-document.ts): the first characters of the name key (`n1`) and of the stable
+ * domain (`d1`) are sorted on before the buckets (`np`, `db`), and the buckets before the exact keys,
+ * so a deep page skips whole letters, then whole buckets, before it walks exact values. `updated`
  * splits a group of equal `updated` by `ua` (`ud` descending), `updated` and the stable domain's
- * bucket in one number, instead of by `db`: Meilisearch starts that rule once for every group the
- * page reaches, and a start of `db` reads most of its facet tree (org-document.ts updatedThenBucket).
+ * bucket in one number: Meilisearch starts that rule once for every group the page reaches, and a
+ * start of `db` reads most of its facet tree (org-document.ts updatedThenBucket).
  */
 const SORT_RULES: SortRules = {
   name: ['n1:asc', 'np:asc', 'n:asc', 'd:asc'],
@@ -108,51 +69,25 @@ const SORT_RULES: SortRules = {
   '-updated': ['u:desc', 'ud:desc', 'd:asc'],
   byDomain: ['d1:asc', 'db:asc', 'd:asc'],
 };
-const V2_SORT_RULES: SortRules = {
-  ...V3_SORT_RULES,
-  updated: ['u:asc', 'd:asc'],
-  '-updated': ['u:desc', 'd:asc'],
-};
-const sortRules = (deps: OrgSearchDeps) =>
-  deps.format === 2
-    ? V2_SORT_RULES
-    : deps.format === 3
-      ? V3_SORT_RULES
-      : deps.format === 4
-        ? V4_SORT_RULES
-        : deps.format === 5
-          ? V5_SORT_RULES
-          : deps.format === 6
-            ? V6_SORT_RULES
-            : SORT_RULES;
 
 /** Pages of this many ids when a whole candidate set is read. */
 const READ_PAGE = 10_000;
 
 const quote = (value: string) => `"${value}"`;
-/**
- * "One of these Orgs": by stable domain (formats 5 and 6; `bizdirUid` is the same permutation as the
- * documents' `d`), or by `id` in the earlier formats.
- */
-const orgIn = (deps: OrgSearchDeps, ids: Iterable<number>) =>
-  (deps.format ?? 5) >= 5
-    ? `d IN [${[...ids].map((id) => quote(bizdirUid(id))).join(',')}]`
-    : `id IN [${[...ids].join(',')}]`;
-const orgNotIn = (deps: OrgSearchDeps, ids: Iterable<number>) => `NOT ${orgIn(deps, ids)}`;
+/** "One of these Orgs", by stable domain (`bizdirUid` is the same permutation as the documents' `d`). */
+const orgIn = (ids: Iterable<number>) => `d IN [${[...ids].map((id) => quote(bizdirUid(id))).join(',')}]`;
+const orgNotIn = (ids: Iterable<number>) => `NOT ${orgIn(ids)}`;
 
 /** A Meilisearch query (text and filters) whose answer is exactly the names matching a term. */
 interface Resolved {
   q: string;
   filters: string[];
   /**
-   * The suspects found true, with their keys (formats 5 and 6): the Orgs `filters` adds to the unchecked
-   * query's answer. Absent when there were none or the index cannot merge them (mergeTrue).
+   * The suspects found true, with their keys: the Orgs `filters` adds to the unchecked query's
+   * answer. Absent when there were none.
    */
   truly?: Keyed[];
 }
-
-/** Formats 5 and 6 display the keys a merge of true suspects orders on (`n`, `u`; `d` comes from the id). */
-const canMerge = (deps: OrgSearchDeps) => (deps.format ?? 5) >= 5;
 
 /** An Org with the exact keys of every order (the displayed `n`, `d`, `u`). */
 interface Keyed {
@@ -167,10 +102,10 @@ type KeyedOrder = (a: Keyed, b: Keyed) => number;
 const cmpStr = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * Meilisearch's orders of formats 5 and 6 on the exact keys (SORT_RULES: a bucket is a prefix of its
- * key, cut at a width that depends only on characters it keeps, and `db` of `d`, so neither changes
- * the order). Strings compare as bytes, as Meilisearch's facet
- * values of these ASCII keys do.
+ * Meilisearch's orders on the exact keys (SORT_RULES: a bucket is a prefix of its key, cut at a width
+ * that depends only on characters it keeps, `db` and `d1` of `d`, `ua` and `ud` of `u` and `db`, so
+ * none changes the order). Strings compare as bytes, as Meilisearch's facet values of these ASCII
+ * keys do.
  */
 const KEYED_ORDERS: Record<Exclude<OrgSort, 'relevance'> | 'byDomain', KeyedOrder> = {
   name: (a, b) => cmpStr(a.n, b.n) || cmpStr(a.d, b.d),
@@ -219,7 +154,7 @@ async function keyed(
       [],
     );
   const res = await search(deps, '', {
-    filter: [orgIn(deps, ids)],
+    filter: [orgIn(ids)],
     limit: ids.length,
     attributesToRetrieve: ['id', field],
   });
@@ -296,10 +231,7 @@ async function search(deps: OrgSearchDeps, q: string, params: Params): Promise<S
   const index = deps.meili.index(deps.indexUid);
   const { filter, ...rest } = params;
   const given = filter === undefined ? [] : Array.isArray(filter) ? filter : [filter];
-  // A term query always names a field of this format, so an index of the old format (just before
-  // a rebuild's swap is noticed) refuses it instead of answering wrongly; search-orgs.ts retries.
-  const probed = q !== '' && given.length === 0 ? [FORMAT_PROBE] : given;
-  const filters = deps.exclude?.length ? [...probed, orgNotIn(deps, deps.exclude)] : probed;
+  const filters = deps.exclude?.length ? [...given, orgNotIn(deps.exclude)] : given;
   const call = () =>
     index.search(
       q,
@@ -365,16 +297,15 @@ function termQuery(deps: OrgSearchDeps, folded: string): TermQuery {
     // Each suspect is checked against the folded name its own document holds, decoded from its
     // sort key `n`: no round trip to Postgres (thousands of random reads at the register's size),
     // and the answer is the index's own, like every other part of it.
-    const merging = canMerge(deps);
-    const suspects = await readAll(deps, q, [`l IN ${linkList}`], merging ? ['id', 'n', 'u'] : ['id', 'n']);
+    const suspects = await readAll(deps, q, [`l IN ${linkList}`], ['id', 'n', 'u']);
     if (suspects.length === 0) return unchecked;
     const trueHits = suspects.filter((hit) => termMatches(decodeNameKey(String(hit.n)), folded));
     if (trueHits.length === 0) return unchecked;
     const truly = trueHits.map((hit) => Number(hit.id));
-    const withKeys = merging ? keyedHits(trueHits, ['n', 'u']) : null;
+    const withKeys = keyedHits(trueHits, ['n', 'u']);
     return {
       q,
-      filters: [`(NOT l IN ${linkList}) OR ${orgIn(deps, truly)}`],
+      filters: [`(NOT l IN ${linkList}) OR ${orgIn(truly)}`],
       ...(withKeys ? { truly: withKeys } : {}),
     };
   })();
@@ -442,7 +373,7 @@ async function smallAnswer(
   if (query.sort === 'updated' || query.sort === '-updated') {
     // The `updated` keys are not displayed fields: Meilisearch orders these few ids itself.
     const ids = hits.map((h) => Number(h.id));
-    return sortedPage(deps, '', [orgIn(deps, ids)], sortRules(deps)[query.sort], query.limit, query.offset);
+    return sortedPage(deps, '', [orgIn(ids)], SORT_RULES[query.sort], query.limit, query.offset);
   }
   // Meilisearch's orders (SORT_RULES; a bucket is a prefix of its key, so it changes no order).
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -463,24 +394,24 @@ async function smallAnswer(
 export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): Promise<OrgSearchPage> {
   const folded = foldName(query.q);
   if (folded === '') {
-    const sort = sortRules(deps)[query.sort === 'relevance' ? 'byDomain' : query.sort];
+    const sort = SORT_RULES[query.sort === 'relevance' ? 'byDomain' : query.sort];
     return sortedPage(deps, '', [], sort, query.limit, query.offset);
   }
-  // Formats 4 and 5 only (the keys sorted on above); a domain match joins the full plan.
-  if ((deps.format ?? 5) >= 4 && query.domainOrgIds.length === 0 && [...folded].length >= SMALL_TERM_MIN) {
+  // A domain match joins the full plan.
+  if (query.domainOrgIds.length === 0 && [...folded].length >= SMALL_TERM_MIN) {
     const small = await smallAnswer(deps, folded, query);
     if (small) return small;
   }
   if (query.sort === 'relevance') return relevancePage(deps, folded, query);
-  const sort = sortRules(deps)[query.sort];
+  const sort = SORT_RULES[query.sort];
   const term = termQuery(deps, folded);
   const extra = await domainOnly(deps, folded, query.domainOrgIds);
   if (extra.length === 0) {
     // Most terms have no true suspect: the page of the unchecked candidates is then the answer, so
-    // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (formats 5 and 6,
-    // a term that can have suspects), so that a few true suspects are merged into it here; more, and
-    // the exact query is asked.
-    const from = canMerge(deps) && !term.exact ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
+    // it is asked for while the suspects are checked. It starts MERGE_BUDGET early (a term that can
+    // have suspects), so that a few true suspects are merged into it here; more, and the exact query
+    // is asked.
+    const from = !term.exact ? Math.max(0, query.offset - MERGE_BUDGET) : query.offset;
     const asked = query.limit + (query.offset - from);
     const guess = search(deps, term.unchecked.q, {
       filter: term.unchecked.filters,
@@ -520,7 +451,7 @@ export async function searchOrgIds(deps: OrgSearchDeps, query: OrgSearchQuery): 
   // An Org found by its domain but not by its name: let Meilisearch order the union by id. Terms
   // that parse as domains match few names, so the whole set is small.
   const all = [...(await readAllIds(deps, match.q, match.filters)), ...extra];
-  return sortedPage(deps, '', [orgIn(deps, all)], sort, query.limit, query.offset);
+  return sortedPage(deps, '', [orgIn(all)], sort, query.limit, query.offset);
 }
 
 /** Domain matches whose name does not contain the term. */
@@ -552,9 +483,9 @@ async function relevancePage(
   const term = termQuery(deps, folded);
   // Usually no Org's domain or whole name equals the term and no suspect is true: the tiers of the
   // unchecked candidates are then the answer, so they are asked for while that is being found out.
-  // Its third tier starts MERGE_BUDGET early (formats 5 and 6, a term that can have suspects), so
-  // that a few true suspects are merged into it here.
-  const budget = canMerge(deps) && !term.exact ? MERGE_BUDGET : 0;
+  // Its third tier starts MERGE_BUDGET early (a term that can have suspects), so that a few true
+  // suspects are merged into it here.
+  const budget = !term.exact ? MERGE_BUDGET : 0;
   let secondSize: (size: number) => void = () => undefined;
   const secondKnown = new Promise<number>((resolve) => {
     secondSize = resolve;
@@ -643,12 +574,12 @@ async function tieredPage(
   /** Told the second tier's size as soon as it is known, before the third tier's answer. */
   secondSize?: (size: number) => void,
 ): Promise<TieredPage> {
-  const notFirst = first.length > 0 ? [orgNotIn(deps, first)] : [];
+  const notFirst = first.length > 0 ? [orgNotIn(first)] : [];
   const second = { q: '', filters: [startsWith, ...notFirst] };
   const rest = { q: match.q, filters: [...match.filters, `NOT (${startsWith})`, ...notFirst] };
   const { offset, limit } = query;
   const f = first.length;
-  const byDomain = sortRules(deps).byDomain;
+  const byDomain = SORT_RULES.byDomain;
   /** The third tier's hits from `from` on, `count` of them (0: its size alone). */
   const third = (from: number, count: number) =>
     search(deps, rest.q, {

@@ -2,9 +2,9 @@ import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { observeLater } from '../shared/outage.js';
-import { ORG_INDEX_FORMAT } from './index-definition.js';
-import { type IndexFormat, indexFormat, succeeded } from './meili-client.js';
-import { documentsFor, type OrgRowForIndex, withUid } from './org-document.js';
+import { indexState } from './index-definition.js';
+import { succeeded } from './meili-client.js';
+import { type OrgRowForIndex, toOrgDocument, withUid } from './org-document.js';
 
 /**
  * Brings the search index up to date with the Org changes queued in search_outbox (written by the
@@ -55,6 +55,11 @@ export const KEEP_GOING_EVERY_MS = 5_000;
 export interface SyncResult {
   /** False when another indexer held the lock and this run did nothing. */
   ran: boolean;
+  /**
+   * True when the live index is of an older format: nothing was written, and the changes wait in
+   * the outbox for the index `bizdir reindex` swaps in (IndexOutdatedError says so to operators).
+   */
+  olderIndex?: true;
   indexed: number;
   removed: number;
   batches: number;
@@ -81,16 +86,15 @@ export async function readOrgRows(
   return { rows, gone: ids.filter((id) => !found.has(id)) };
 }
 
-/** Posts documents (and removals) to one index of the given format; resolves when Meilisearch applied them. */
+/** Posts documents (and removals) to one index; resolves when Meilisearch applied them. */
 export async function writeDocuments(
   meili: Meilisearch,
   indexUid: string,
-  format: IndexFormat,
   rows: readonly OrgRowForIndex[],
   gone: number[],
 ): Promise<void> {
   const index = meili.index(indexUid);
-  const docs = documentsFor(format, rows);
+  const docs = rows.map(toOrgDocument);
   const waits: Promise<unknown>[] = [];
   if (docs.length > 0) waits.push(succeeded(index.addDocuments(docs, { primaryKey: 'id' })));
   if (gone.length > 0) waits.push(succeeded(index.deleteDocuments(gone)));
@@ -174,8 +178,9 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
     let batches = 0;
     let lastSeq = 0;
     const inFlight: Batch[] = [];
-    // Read under the lock: a rebuild swaps formats only while holding it.
-    const format = (await indexFormat(deps.meili, deps.indexUid)) ?? ORG_INDEX_FORMAT;
+    // Read under the lock: a rebuild swaps its index in only while holding it.
+    if ((await indexState(deps.meili, deps.indexUid)) === 'older')
+      return { indexed, removed, batches, olderIndex: true as const };
     const settleOldest = async () => {
       const batch = inFlight.shift()!;
       await batch.done;
@@ -196,7 +201,7 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
         const ids = [...new Set(rows.flatMap((r) => r.org_ids))];
         const { rows: orgRows, gone } = await readOrgRows(deps.db, ids);
         // Awaited by settleOldest, which throws its failure.
-        const done = observeLater(writeDocuments(deps.meili, deps.indexUid, format, orgRows, gone));
+        const done = observeLater(writeDocuments(deps.meili, deps.indexUid, orgRows, gone));
         inFlight.push({ seqs: rows.map((r) => r.seq), ids, done, removed: gone.length });
         batches++;
         if (inFlight.length >= depth) await settleOldest();

@@ -3,8 +3,8 @@ import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { observeLater, reasonOf } from '../shared/outage.js';
-import { ORG_INDEX_FORMAT, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from './index-definition.js';
-import { ensureOrgIndex, indexExists, streamDocuments, succeeded, taskSucceeded } from './meili-client.js';
+import { ensureOrgIndex, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from './index-definition.js';
+import { indexExists, streamDocuments, succeeded, taskSucceeded } from './meili-client.js';
 import { toOrgDocument, withUid } from './org-document.js';
 import { readOrgRows, withIndexerLock, writeDocuments } from './org-sync.js';
 
@@ -223,7 +223,7 @@ async function followOutbox(
       for (let i = 0; i < ids.length; i += chunk) {
         const { rows: orgRows, gone } = await readOrgRows(deps.db, ids.slice(i, i + chunk));
         // Awaited below (depth-limited, then all), which throws its failure.
-        inFlight.push(observeLater(writeDocuments(deps.meili, target, ORG_INDEX_FORMAT, orgRows, gone)));
+        inFlight.push(observeLater(writeDocuments(deps.meili, target, orgRows, gone)));
         if (inFlight.length >= depth) await unlessStopped(inFlight.shift()!, signal);
       }
       for (const r of rows) {
@@ -306,7 +306,8 @@ export async function rebuildForBacklog(
     // Registered so that a crash leaves nothing behind: the next rebuild drops what is registered.
     await deps.db.insertInto('search_reindex').values({ target }).execute();
     try {
-      await ensureOrgIndex(deps.meili, deps.indexUid);
+      if ((await ensureOrgIndex(deps.meili, deps.indexUid)) === 'older')
+        log(`${deps.indexUid} is of an older format: the build replaces it`);
       await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
       const ids = covered.reduce((n, r) => n + Number(r.id_count), 0);
       log(`search index ${ids} Org changes behind: building ${target} instead of syncing them`);
@@ -368,7 +369,8 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
   const target = `${deps.indexUid}__build_${started.toString(36)}`;
   const log = deps.log ?? (() => {});
   // The live index must exist for the swap; a first run swaps with an empty one.
-  await ensureOrgIndex(deps.meili, deps.indexUid);
+  if ((await ensureOrgIndex(deps.meili, deps.indexUid)) === 'older')
+    log(`${deps.indexUid} is of an older format: the build replaces it`);
   // The new index starts with the words only; filters and sorts are built once, after the bulk load
   // (cheaper than maintaining them document batch by document batch).
   await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
@@ -402,7 +404,7 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
       const ids = [...new Set(replay.flatMap((r) => r.org_ids.map(Number)))];
       for (let i = 0; i < ids.length; i += 20_000) {
         const { rows, gone } = await readOrgRows(deps.db, ids.slice(i, i + 20_000));
-        await writeDocuments(deps.meili, target, ORG_INDEX_FORMAT, rows, gone);
+        await writeDocuments(deps.meili, target, rows, gone);
       }
       await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
       await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();

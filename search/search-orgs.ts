@@ -4,9 +4,8 @@ import type { Db } from '../shared/db.js';
 import { bizdirUid, parseDomain } from '../shared/domains.js';
 import { orgsWithDomains } from '../shared/org-domains.js';
 import { answers, cmpKey, freshRows, type Key, mergePage, orderKey, pendingOrgIds } from './fresh-changes.js';
-import { ORG_INDEX_FORMAT } from './index-definition.js';
-import { searchV1OrgIds } from './legacy-v1/org-search.js';
-import { type IndexFormat, indexFormat, meiliCall } from './meili-client.js';
+import { IndexOutdatedError, type IndexState, indexState } from './index-definition.js';
+import { meiliCall } from './meili-client.js';
 import { foldName } from './name-text.js';
 import {
   type NameRow,
@@ -58,27 +57,28 @@ async function namesOf(db: Db, ids: readonly number[]): Promise<Map<number, Name
 }
 
 /**
- * The live index's format, remembered for a moment. A rebuild swaps formats under a running API:
- * a query of the wrong format is refused by Meilisearch (it names an attribute the other format
- * lacks), and is retried once with the format read afresh.
+ * Whether the live index is of this release's format, remembered for a moment: read again at most
+ * every STATE_TTL_MS while it is (a Meilisearch call saved on almost every search), and on every
+ * search while it is not, so the first search after `bizdir reindex` swapped the new index in finds it.
  */
-const FORMAT_TTL_MS = 2_000;
-const formats = new Map<string, { format: IndexFormat; at: number }>();
+const STATE_TTL_MS = 2_000;
+const states = new Map<string, number>();
 
-async function liveFormat(
+async function liveState(
   meili: Meilisearch,
   indexUid: string,
   fresh: boolean,
   timing: SearchTiming | undefined,
-): Promise<IndexFormat> {
-  const known = formats.get(indexUid);
-  if (!fresh && known && Date.now() - known.at < FORMAT_TTL_MS) return known.format;
-  const format =
-    (await meiliCall(() => engineTimed(timing, () => indexFormat(meili, indexUid)))) ?? ORG_INDEX_FORMAT;
-  formats.set(indexUid, { format, at: Date.now() });
-  return format;
+): Promise<IndexState> {
+  const at = states.get(indexUid);
+  if (!fresh && at !== undefined && Date.now() - at < STATE_TTL_MS) return 'current';
+  const state = await meiliCall(() => engineTimed(timing, () => indexState(meili, indexUid)));
+  if (state === 'older') states.delete(indexUid);
+  else states.set(indexUid, Date.now());
+  return state;
 }
 
+/** The search; IndexOutdatedError while the live index is of an older format (the API's 503). */
 export async function searchOrgs(
   deps: SearchOrgsDeps,
   query: Omit<OrgSearchQuery, 'domainOrgIds'>,
@@ -90,23 +90,26 @@ export async function searchOrgs(
     deps.freshChanges === false ? [] : read(() => pendingOrgIds(deps.db)),
   ]);
   const full = { ...query, domainOrgIds };
-  const run = async (fresh: boolean) => {
-    const format = await liveFormat(deps.meili, deps.indexUid, fresh, timing);
-    if (format === 1) return searchV1OrgIds(deps.meili, deps.indexUid, full);
-    const base = {
-      meili: deps.meili,
-      indexUid: deps.indexUid,
-      namesOf: (ids: readonly number[]) => read(() => namesOf(deps.db, ids)),
-      format,
-      ...(timing ? { timing } : {}),
-    };
-    if (!pending || pending.length === 0) return searchOrgIds(base, full);
-    return withFreshChanges(deps.db, { ...base, exclude: pending }, full);
+  if ((await liveState(deps.meili, deps.indexUid, false, timing)) === 'older')
+    throw new IndexOutdatedError(deps.indexUid);
+  const base = {
+    meili: deps.meili,
+    indexUid: deps.indexUid,
+    namesOf: (ids: readonly number[]) => read(() => namesOf(deps.db, ids)),
+    ...(timing ? { timing } : {}),
   };
   try {
-    return await run(false);
+    if (!pending || pending.length === 0) return await searchOrgIds(base, full);
+    return await withFreshChanges(deps.db, { ...base, exclude: pending }, full);
   } catch (error) {
-    if (error instanceof MeilisearchApiError && error.response.status < 500) return run(true);
+    // Refused by Meilisearch (a sort key or filter it does not know): an index of an older format
+    // put in place since its state was read is told as such; anything else is the error it is.
+    if (
+      error instanceof MeilisearchApiError &&
+      error.response.status < 500 &&
+      (await liveState(deps.meili, deps.indexUid, true, timing)) === 'older'
+    )
+      throw new IndexOutdatedError(deps.indexUid);
     throw error;
   }
 }

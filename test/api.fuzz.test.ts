@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../api/accounts/account.service.js';
-import { ensureOrgIndex } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { uidOf } from '../shared/org-domains.js';
 import { creditsUsed, newAccount, SUFFIX, useTestApi } from './support/api.js';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../api/app.js';
-import { ensureOrgIndex } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
 import { eventually, get, importOneOrg, newAccount } from './support/api.js';

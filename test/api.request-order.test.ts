@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../api/accounts/account.service.js';
-import { ensureOrgIndex } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { get, importOneOrg, newAccount, postJson, useTestApi } from './support/api.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';

@@ -1,7 +1,7 @@
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ContactBodySchema } from '../api/contacts/contact.schema.js';
-import { ensureOrgIndex } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
 import { get, importOneOrg, postJson, SUFFIX, useTestApi } from './support/api.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
 

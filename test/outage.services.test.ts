@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueue } from '../jobs/queue.js';
 import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
-import { ensureOrgIndex } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { createLogger } from '../shared/logger.js';

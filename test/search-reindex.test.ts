@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureOrgIndex } from '../search/index-definition.js';
 import {
   createMeiliClient,
-  ensureOrgIndex,
   indexExists,
   MeiliTaskFailedError,
   SearchUnavailableError,

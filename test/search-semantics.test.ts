@@ -1,6 +1,7 @@
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMeiliClient, ensureOrgIndex } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
+import { createMeiliClient } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
 import type { OrgSort } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';

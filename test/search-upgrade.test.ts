@@ -1,55 +1,57 @@
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
 import type { Meilisearch, Settings } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { legacySettings, ORG_INDEX_FORMAT, ORG_INDEX_SETTINGS } from '../search/index-definition.js';
-import { V1_INDEX_SETTINGS } from '../search/legacy-v1/index-settings.js';
-import { toV1OrgDocument } from '../search/legacy-v1/org-document.js';
-import { createMeiliClient, ensureOrgIndex, indexFormat, succeeded } from '../search/meili-client.js';
-import { foldName, nameSortKey } from '../search/name-text.js';
+import { buildApp } from '../api/app.js';
+import { indexOrgsProcessor } from '../jobs/index-orgs.processor.js';
 import {
-  type OrgRowForIndex,
-  toOrgDocument,
-  toV2OrgDocument,
-  toV3OrgDocument,
-  toV4OrgDocument,
-  toV5OrgDocument,
-  toV6OrgDocument,
-} from '../search/org-document.js';
-import type { OrgSort } from '../search/org-search.js';
-import { syncOutbox } from '../search/org-sync.js';
+  ensureOrgIndex,
+  IndexOutdatedError,
+  indexState,
+  ORG_INDEX_SETTINGS,
+} from '../search/index-definition.js';
+import { createMeiliClient, succeeded } from '../search/meili-client.js';
+import { type OrgRowForIndex, toOrgDocument } from '../search/org-document.js';
+import { pendingChanges, syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-orgs.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
+import { loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
 import { uidOf } from '../shared/org-domains.js';
+import { get, newAccount, SUFFIX } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+import { TEST_REDIS_URL } from './support/env.js';
+import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, renameOrg, type TestOrg } from './support/orgs.js';
+import { testQueuePrefix } from './support/redis.js';
 
 /**
- * An installation upgraded from the first index format (every suffix as a filter value): its old
- * index keeps serving and syncing until `bizdir reindex` swaps in the current format.
+ * The upgrade rule (docs/search.md, "Upgrades"): a release serves its own index format only. An
+ * index of an older one is recognised; nothing is searched or written in it, searches answer 503
+ * telling the operator to run `bizdir reindex`, the worker and the API say so once in their logs,
+ * and `bizdir reindex` builds this format beside it and swaps it in.
  */
-const SUFFIX = 'bizdir.test';
 let db: TestDb;
 let meili: Meilisearch;
-let indexUid: string;
 let orgs: TestOrg[];
 
-async function search(q: string, sort: OrgSort = 'name', uid = indexUid, freshChanges = false) {
+async function search(q: string, indexUid: string, freshChanges = false) {
   const page = await searchOrgs(
     {
       db: db.db,
       meili: createMeiliClient(testMeiliConnection()),
-      indexUid: uid,
+      indexUid,
       domainSuffix: SUFFIX,
       freshChanges,
     },
-    { q, sort, limit: 20, offset: 0 },
+    { q, sort: 'name', limit: 20, offset: 0 },
   );
   return { total: page.total, ids: page.ids };
 }
 
-/** An index of an older format, holding every Org of the test database, as that release wrote it. */
-async function oldFormatIndex(uid: string, settings: Settings, toDocument: (row: OrgRowForIndex) => object) {
+/** An index with the given settings holding every Org of the test database, as `toDocument` writes them. */
+async function indexWith(uid: string, settings: Settings, toDocument: (row: OrgRowForIndex) => object) {
   await succeeded(meili.createIndex(uid, { primaryKey: 'id' }));
   await succeeded(meili.index(uid).updateSettings(settings));
   const rows = await db.db
@@ -61,242 +63,173 @@ async function oldFormatIndex(uid: string, settings: Settings, toDocument: (row:
   );
 }
 
+/** Format 6, the one before this release's: the same documents without the first-character keys. */
+const FORMAT_6_SETTINGS: Settings = {
+  ...ORG_INDEX_SETTINGS,
+  sortableAttributes: ['n', 'd', 'np', 'u', 'db'],
+};
+function format6Document(row: OrgRowForIndex): object {
+  const { n1: _n1, d1: _d1, ua: _ua, ud: _ud, ...rest } = toOrgDocument(row);
+  return rest;
+}
+
+/** The log lines a logger writes to it, parsed. */
+function logSink() {
+  const lines: { level: number; msg: string }[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  return { lines, stream, warnings: () => lines.filter((l) => l.level === 40).map((l) => l.msg) };
+}
+
 beforeAll(async () => {
   db = await createTestDb();
   meili = testMeiliClient();
-  indexUid = testIndexName('upgrade');
   orgs = await insertOrgs(db.db, [
     { name: 'ACME WIDGETS LTD' },
     { name: 'BRIDGET JONES LTD' },
     { name: 'ZEBRA CO' },
   ]);
-  // The index as the previous release left it.
-  await oldFormatIndex(indexUid, V1_INDEX_SETTINGS, toV1OrgDocument);
   await db.db.deleteFrom('search_outbox').execute();
 });
 
 afterAll(async () => {
-  await meili?.deleteIndexIfExists(indexUid);
   await db?.drop();
 });
 
-describe('upgrading from the v1 index', () => {
-  it('the old index keeps answering, and sync keeps it current in its own format', async () => {
-    expect(await indexFormat(meili, indexUid)).toBe(1);
-    expect(await search('idget')).toEqual({ total: 2, ids: [orgs[0]!.id, orgs[1]!.id] });
-    await renameOrg(db.db, orgs[2]!.id, 'ZEBRA WIDGETS CO');
-    await syncOutbox({ db: db.db, meili, indexUid });
-    expect(await indexFormat(meili, indexUid)).toBe(1);
-    expect((await search('idget')).total).toBe(3);
-    expect(driftCount(await verifyIndex(db.db, meili, indexUid))).toBe(0);
-  });
-
-  it('reindex swaps in the current format; a search right after the swap is still right', async () => {
-    // Remember the old format in this process, then swap under it.
-    expect((await search('jones')).total).toBe(1);
-    await reindex({ db: db.db, meili, indexUid });
-    expect(await indexFormat(meili, indexUid)).toBe(ORG_INDEX_FORMAT);
-    expect(await search('jones')).toEqual({ total: 1, ids: [orgs[1]!.id] });
-    expect((await search('idget')).total).toBe(3);
-    expect(driftCount(await verifyIndex(db.db, meili, indexUid))).toBe(0);
-  });
-});
-
-describe('upgrading from the v2 index (updated sorted on u, tie-broken on d)', () => {
-  let v2Uid: string;
-  /** Ids in the order of `updated` (ties by stable domain), from Postgres. */
-  async function byUpdated(direction: 'asc' | 'desc', nameLike: string) {
-    const rows = await db.db
-      .selectFrom('orgs')
-      .select(['id', uidOf('orgs').as('uid'), 'updated'])
-      .where('name', 'like', nameLike)
-      .execute();
-    const ms = (r: { updated: unknown }) => new Date(r.updated as string).getTime();
-    return rows
-      .sort((a, b) => (ms(a) - ms(b)) * (direction === 'asc' ? 1 : -1) || (a.uid < b.uid ? -1 : 1))
-      .map((r) => Number(r.id));
-  }
-
-  beforeAll(async () => {
-    v2Uid = testIndexName('upgrade-v2');
-    // Several Orgs with the same `updated`, as one import transaction writes them.
-    await insertOrgs(db.db, [
-      { name: 'TIED ONE LTD' },
-      { name: 'TIED TWO LTD' },
-      { name: 'TIED THREE LTD' },
-      { name: 'TIED FOUR LTD' },
-    ]);
-    await db.db
-      .updateTable('orgs')
-      .set({ updated: new Date('2026-01-02T03:04:05.678Z') })
-      .where('name', 'like', 'TIED %')
-      .execute();
-    await oldFormatIndex(v2Uid, legacySettings(2), toV2OrgDocument);
-  });
-
-  afterAll(async () => {
-    await meili?.deleteIndexIfExists(v2Uid);
-  });
-
-  it('keeps serving both updated sorts in its own format, then reindex moves it to the current one', async () => {
-    expect(await indexFormat(meili, v2Uid)).toBe(2);
-    const asc = await byUpdated('asc', 'TIED %');
-    const desc = await byUpdated('desc', 'TIED %');
-    expect((await search('tied', 'updated', v2Uid)).ids).toEqual(asc);
-    expect((await search('tied', '-updated', v2Uid)).ids).toEqual(desc);
-    await reindex({ db: db.db, meili, indexUid: v2Uid });
-    expect(await indexFormat(meili, v2Uid)).toBe(ORG_INDEX_FORMAT);
-    expect((await search('tied', 'updated', v2Uid)).ids).toEqual(asc);
-    expect((await search('tied', '-updated', v2Uid)).ids).toEqual(desc);
-    expect(driftCount(await verifyIndex(db.db, meili, v2Uid))).toBe(0);
-  });
-});
-
-describe.each([
-  { format: 3 as const, what: 'exact sort keys without buckets', toDocument: toV3OrgDocument },
-  { format: 4 as const, what: '`updated` sorted on `t`, Orgs filtered by id', toDocument: toV4OrgDocument },
-  { format: 5 as const, what: 'every name bucketed at three characters', toDocument: toV5OrgDocument },
-  { format: 6 as const, what: 'buckets without their first characters', toDocument: toV6OrgDocument },
-])('upgrading from the v$format index ($what)', ({ format, toDocument }) => {
+describe('an index of the format before this one', () => {
   let oldUid: string;
-  /** The Orgs of this case: names start with this word (the other case's do not match it). */
-  const word = `BUCKET${format}`;
-  /** Ids of this case's Orgs in the order of each sort, from Postgres (ties by stable domain). */
-  async function expected(sort: OrgSort) {
-    const rows = await db.db
-      .selectFrom('orgs')
-      .select(['id', uidOf('orgs').as('uid'), 'name', 'updated'])
-      .where('name', 'like', `${word} %`)
-      .execute();
-    const key = (r: { name: string }) => nameSortKey(foldName(r.name));
-    const ms = (r: { updated: unknown }) => new Date(r.updated as string).getTime();
-    const byUid = (a: { uid: string }, b: { uid: string }) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
-    const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
-    const order: Record<OrgSort, (a: (typeof rows)[0], b: (typeof rows)[0]) => number> = {
-      name: (a, b) => cmp(key(a), key(b)) || byUid(a, b),
-      '-name': (a, b) => cmp(key(b), key(a)) || byUid(a, b),
-      updated: (a, b) => ms(a) - ms(b) || byUid(a, b),
-      '-updated': (a, b) => ms(b) - ms(a) || byUid(a, b),
-      relevance: byUid,
-    };
-    return rows.sort(order[sort]).map((r) => Number(r.id));
-  }
-  const sorts: OrgSort[] = ['name', '-name', 'updated', '-updated', 'relevance'];
-  /**
-   * Every sort answers as Postgres orders it: with the changes not yet synced searched beside the
-   * index and, when everything is synced, from the index alone too.
-   */
-  async function everySortRight(synced = true) {
-    for (const sort of sorts) {
-      if (synced) expect((await search(word, sort, oldUid)).ids).toEqual(await expected(sort));
-      expect((await search(word, sort, oldUid, true)).ids).toEqual(await expected(sort));
-    }
-  }
+  const redisNs = testQueuePrefix();
 
   beforeAll(async () => {
-    oldUid = testIndexName(`upgrade-v${format}`);
-    await insertOrgs(db.db, [
-      { name: `${word} ALPHA LTD` },
-      { name: `${word} ALPHA LTD` },
-      { name: `${word} BETA LTD` },
-      { name: `${word} ÉTÉ LTD` },
-      { name: `${word} 9 LTD` },
-      { name: `${word} GAMMA LTD` },
-    ]);
-    await db.db
-      .updateTable('orgs')
-      .set({ updated: new Date('2026-03-04T05:06:07.890Z') })
-      .where('name', 'like', `${word} A%`)
-      .execute();
-    await oldFormatIndex(oldUid, legacySettings(format), toDocument);
-    await db.db.deleteFrom('search_outbox').execute();
+    oldUid = testIndexName('upgrade-v6');
+    await indexWith(oldUid, FORMAT_6_SETTINGS, format6Document);
   });
 
   afterAll(async () => {
     await meili?.deleteIndexIfExists(oldUid);
+    await redisNs.cleanup();
   });
 
-  it('keeps serving every sort and syncing in its own format, then reindex moves it to the current one', async () => {
-    expect(await indexFormat(meili, oldUid)).toBe(format);
-    await everySortRight();
-    const idOf = async (name: string) =>
-      Number(
-        (await db.db.selectFrom('orgs').select('id').where('name', '=', name).executeTakeFirstOrThrow()).id,
-      );
-    const renamed = await idOf(`${word} BETA LTD`);
-    await renameOrg(db.db, renamed, `${word} AARDVARK LTD`);
-    await syncOutbox({ db: db.db, meili, indexUid: oldUid });
-    expect(await indexFormat(meili, oldUid)).toBe(format);
-    const doc = await meili.index(oldUid).getDocument(renamed);
-    expect(Object.keys(doc).sort()).toEqual(Object.keys(toDocument(await rowOf(renamed))).sort());
-    await everySortRight();
-    // A change not yet synced: left out of the old index's answers by that format's own filter.
-    await renameOrg(db.db, await idOf(`${word} GAMMA LTD`), `${word} 0 LTD`);
-    await everySortRight(false);
-
-    await reindex({ db: db.db, meili, indexUid: oldUid });
-    expect(await indexFormat(meili, oldUid)).toBe(ORG_INDEX_FORMAT);
-    const after = await meili.index(oldUid).getDocument(renamed);
-    expect(after).toHaveProperty('np');
-    expect(after).toHaveProperty('n1');
-    expect(after).toHaveProperty('d1');
-    expect(after).not.toHaveProperty('nb');
-    expect(after).not.toHaveProperty('t');
-    await everySortRight();
-    // And in the current format: a change not yet synced, searched beside the index.
-    await renameOrg(db.db, renamed, `${word} ZULU LTD`);
-    await everySortRight(false);
-    expect((await search(`${word} zulu`, 'name', oldUid, true)).ids).toEqual([renamed]);
-    await syncOutbox({ db: db.db, meili, indexUid: oldUid });
-    expect(driftCount(await verifyIndex(db.db, meili, oldUid))).toBe(0);
-  });
-});
-
-/** An Org row as the index documents are made from it. */
-async function rowOf(id: number): Promise<OrgRowForIndex> {
-  const r = await db.db
-    .selectFrom('orgs')
-    .select(['id', uidOf('orgs').as('uid'), 'name', 'version_number', 'updated'])
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow();
-  return { ...r, id: Number(r.id), updated: new Date(r.updated) };
-}
-
-describe('an index of the current format built before the words were declared English', () => {
-  let oldUid: string;
-  const word = 'LOCALE5';
-
-  beforeAll(async () => {
-    oldUid = testIndexName('upgrade-locale');
-    await insertOrgs(db.db, [{ name: `${word} ALPHA LTD` }, { name: `${word} BETA LTD` }]);
-    const { localizedAttributes: _none, ...before } = ORG_INDEX_SETTINGS;
-    await oldFormatIndex(oldUid, before, toOrgDocument);
-    await db.db.deleteFrom('search_outbox').execute();
-  });
-
-  afterAll(async () => {
-    await meili?.deleteIndexIfExists(oldUid);
-  });
-
-  it('keeps its detected language at start-up (no re-tokenizing task), and gets English at reindex', async () => {
-    const tasksBefore = (await meili.tasks.getTasks({ indexUids: [oldUid], limit: 1 })).results[0]!.uid;
-    expect(await ensureOrgIndex(meili, oldUid)).toBe(ORG_INDEX_FORMAT);
-    expect(await meili.index(oldUid).getLocalizedAttributes()).toBeNull();
-    // The settings update start-up sent changed nothing, so Meilisearch indexed nothing again.
-    const [task] = (await meili.tasks.getTasks({ indexUids: [oldUid], limit: 1 })).results;
-    expect(task!.uid).toBeGreaterThan(tasksBefore);
-    expect(task!.details).not.toHaveProperty('localizedAttributes');
-    expect((await search(`${word.toLowerCase()} al`, 'name', oldUid)).total).toBe(1);
-
-    await reindex({ db: db.db, meili, indexUid: oldUid });
-    expect(await meili.index(oldUid).getLocalizedAttributes()).toEqual(
-      ORG_INDEX_SETTINGS.localizedAttributes,
+  it('is recognised and left as it is at start-up; a search or a verify says to run `bizdir reindex`', async () => {
+    expect(await indexState(meili, oldUid)).toBe('older');
+    expect(await ensureOrgIndex(meili, oldUid)).toBe('older');
+    expect((await meili.index(oldUid).getSortableAttributes()).sort()).toEqual(
+      [...(FORMAT_6_SETTINGS.sortableAttributes ?? [])].sort(),
     );
-    expect((await search(`${word.toLowerCase()} al`, 'name', oldUid)).total).toBe(1);
-    expect((await search('ta lt', 'name', oldUid)).total).toBeGreaterThanOrEqual(1);
-    expect(driftCount(await verifyIndex(db.db, meili, oldUid))).toBe(0);
+    const refused = search('acme', oldUid);
+    await expect(refused).rejects.toBeInstanceOf(IndexOutdatedError);
+    await expect(refused).rejects.toThrow(/run `bizdir reindex`/);
+    await expect(verifyIndex(db.db, meili, oldUid)).rejects.toBeInstanceOf(IndexOutdatedError);
   });
 
+  it('gets no writes: a change waits in the outbox, and the worker says once why', async () => {
+    await renameOrg(db.db, orgs[2]!.id, 'ZEBRA WIDGETS CO');
+    const before = await meili.index(oldUid).getDocument(orgs[2]!.id);
+    expect(await syncOutbox({ db: db.db, meili, indexUid: oldUid })).toMatchObject({
+      ran: true,
+      olderIndex: true,
+      batches: 0,
+    });
+    expect(await pendingChanges(db.db)).toBe(1);
+    expect(await meili.index(oldUid).getDocument(orgs[2]!.id)).toEqual(before);
+
+    const log = logSink();
+    const config = loadConfig({
+      DATABASE_URL: db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: redisNs.prefix,
+      LOG_LEVEL: 'info',
+      ...meiliEnv(oldUid),
+    });
+    const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+    try {
+      const run = indexOrgsProcessor({
+        db: db.db,
+        logger: createLogger(config, {}, log.stream),
+        config,
+        connection,
+        orgsChanged: async () => undefined,
+      });
+      const job = { data: { reason: 'sweep' }, updateProgress: async () => undefined };
+      for (let i = 0; i < 3; i++)
+        await run(job as unknown as Parameters<typeof run>[0], undefined, undefined);
+    } finally {
+      await connection.quit();
+    }
+    const said = log.warnings().filter((m) => m.includes('run `bizdir reindex`'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain(oldUid);
+    expect(await pendingChanges(db.db)).toBe(1);
+  });
+
+  it('the API answers 503 in its error shape, telling the operator to run `bizdir reindex`, and logs it once', async () => {
+    const log = logSink();
+    const config = loadConfig({
+      DATABASE_URL: db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: redisNs.prefix,
+      DOMAIN_SUFFIX: SUFFIX,
+      LOG_LEVEL: 'info',
+      ...meiliEnv(oldUid),
+    });
+    const app = await buildApp({ config, logger: createLogger(config, {}, log.stream) });
+    try {
+      await app.ready();
+      const { api_key } = await newAccount(db.db);
+      for (const q of ['acme', 'jones']) {
+        const res = await get(app, `/v1/org/search?q=${q}`, api_key);
+        expect(res.status).toBe(503);
+        expect(res.body).toEqual({
+          code: 503,
+          message: expect.stringMatching(/^Service Unavailable: .*run `bizdir reindex`/),
+        });
+        expect(JSON.stringify(res.body)).not.toMatch(/meili/i);
+      }
+      // Start-up found it first (onReady, not awaited): one line, whichever of them said it.
+      expect(log.warnings().filter((m) => m.includes('run `bizdir reindex`'))).toHaveLength(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('`bizdir reindex` builds this format beside it and swaps it in: the next search answers, the waiting change follows', async () => {
+    await reindex({ db: db.db, meili, indexUid: oldUid });
+    expect(await indexState(meili, oldUid)).toBe('current');
+    const after = await meili.index(oldUid).getDocument(orgs[0]!.id);
+    for (const key of ['n1', 'd1', 'ua', 'ud']) expect(after).toHaveProperty(key);
+    // The first search after the swap, in the process that was told "older" just before.
+    expect(await search('jones', oldUid)).toEqual({ total: 1, ids: [orgs[1]!.id] });
+    // The rename made while the old index was live: in the new index already (the build read the
+    // row), and its outbox row is synced into it like any other.
+    expect((await search('idget', oldUid)).total).toBe(3);
+    await syncOutbox({ db: db.db, meili, indexUid: oldUid });
+    expect(await pendingChanges(db.db)).toBe(0);
+    expect(driftCount(await verifyIndex(db.db, meili, oldUid))).toBe(0);
+  });
+});
+
+describe('the first index format (every name suffix as a filter value)', () => {
+  it('is recognised as older by the same rule: it lacks the sort keys this release uses', async () => {
+    const uid = testIndexName('upgrade-v1');
+    try {
+      await succeeded(meili.createIndex(uid, { primaryKey: 'id' }));
+      await succeeded(
+        meili.index(uid).updateSettings({ searchableAttributes: ['d'], sortableAttributes: ['n', 'u', 'd'] }),
+      );
+      expect(await indexState(meili, uid)).toBe('older');
+      expect(await ensureOrgIndex(meili, uid)).toBe('older');
+      await expect(search('acme', uid)).rejects.toBeInstanceOf(IndexOutdatedError);
+    } finally {
+      await meili.deleteIndexIfExists(uid);
+    }
+  });
+});
+
+describe('the language of the words', () => {
   it('a new index is created with the words declared English', async () => {
     const uid = testIndexName('locale-new');
     try {
@@ -304,6 +237,23 @@ describe('an index of the current format built before the words were declared En
       expect(await meili.index(uid).getLocalizedAttributes()).toEqual([
         { attributePatterns: ['g'], locales: ['eng'] },
       ]);
+    } finally {
+      await meili.deleteIndexIfExists(uid);
+    }
+  });
+
+  it('start-up never changes the language an existing index was built with (no re-tokenizing task)', async () => {
+    const uid = testIndexName('locale-kept');
+    try {
+      const { localizedAttributes: _none, ...without } = ORG_INDEX_SETTINGS;
+      await indexWith(uid, without, toOrgDocument);
+      const tasksBefore = (await meili.tasks.getTasks({ indexUids: [uid], limit: 1 })).results[0]!.uid;
+      expect(await ensureOrgIndex(meili, uid)).toBe('current');
+      expect(await meili.index(uid).getLocalizedAttributes()).toBeNull();
+      const [task] = (await meili.tasks.getTasks({ indexUids: [uid], limit: 1 })).results;
+      expect(task!.uid).toBeGreaterThan(tasksBefore);
+      expect(task!.details).not.toHaveProperty('localizedAttributes');
+      expect((await search('acme w', uid)).total).toBe(1);
     } finally {
       await meili.deleteIndexIfExists(uid);
     }
@@ -318,11 +268,10 @@ describe('an index a later release built', () => {
         ...ORG_INDEX_SETTINGS,
         sortableAttributes: [...(ORG_INDEX_SETTINGS.sortableAttributes ?? []), 'zz'],
       };
-      await oldFormatIndex(uid, later, (row) => ({ ...toOrgDocument(row), zz: 'z' }));
-      expect(await ensureOrgIndex(meili, uid)).toBe(ORG_INDEX_FORMAT);
+      await indexWith(uid, later, (row) => ({ ...toOrgDocument(row), zz: 'z' }));
+      expect(await ensureOrgIndex(meili, uid)).toBe('current');
       expect(await meili.index(uid).getSortableAttributes()).toContain('zz');
-      const acme = orgs.find((o) => o.name === 'ACME WIDGETS LTD')!;
-      expect((await search('acme', 'name', uid)).ids).toEqual([acme.id]);
+      expect((await search('acme', uid)).ids).toEqual([orgs[0]!.id]);
     } finally {
       await meili.deleteIndexIfExists(uid);
     }

@@ -2,9 +2,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import fastJson from 'fast-json-stringify';
 import type { FastifyPluginAsync } from 'fastify';
 import Type, { type Static } from 'typebox';
+import { ensureOrgIndex, IndexOutdatedError } from '../../search/index-definition.js';
 import {
   createMeiliClient,
-  ensureOrgIndex,
   INDEXING_TIMEOUT_MS,
   isIndexNotReady,
   meiliConnectionOf,
@@ -14,6 +14,7 @@ import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/org-search.j
 import { searchOrgs } from '../../search/search-orgs.js';
 import { SearchTiming } from '../../search/search-timing.js';
 import { badRequest, serviceUnavailable } from '../../shared/errors.js';
+import { reasonOf } from '../../shared/outage.js';
 import {
   ApiKeyQuery,
   CONDITIONAL_READ,
@@ -57,13 +58,24 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
   const indexUid = config.meiliIndex;
   const orgsByIds = prepareOrgsByIds(app.db);
 
-  // Settings are applied at start-up; a Meilisearch that is not up yet must not stop the API.
+  // An index of an older format answers 503 until `bizdir reindex`: said once in the log (at start-up
+  // or at the first search that meets it), and again if it comes back after a search got through.
+  let olderLogged = false;
+  const logOlder = () => {
+    if (olderLogged) return;
+    olderLogged = true;
+    app.log.warn({ index: indexUid }, new IndexOutdatedError(indexUid).message);
+  };
+
+  // Settings are applied at start-up, without waiting for it: a Meilisearch that is not up yet must
+  // not stop the API (its failure is logged here, and searches answer 503 meanwhile).
   app.addHook('onReady', async () => {
-    ensureOrgIndex(createMeiliClient(meiliConnectionOf(config), INDEXING_TIMEOUT_MS), indexUid).catch((err) =>
-      app.log.warn(
-        { err: (err as Error).message },
-        'search index settings not applied (Meilisearch unreachable?)',
-      ),
+    ensureOrgIndex(createMeiliClient(meiliConnectionOf(config), INDEXING_TIMEOUT_MS), indexUid).then(
+      (state) => {
+        if (state === 'older') logOlder();
+      },
+      (err: unknown) =>
+        app.log.warn({ err: reasonOf(err) }, 'search index settings not applied (Meilisearch unreachable?)'),
     );
   });
 
@@ -121,7 +133,14 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
           { q, sort, limit, offset },
         );
         app.outages.meilisearch.up();
+        olderLogged = false;
       } catch (error) {
+        if (error instanceof IndexOutdatedError) {
+          logOlder();
+          throw serviceUnavailable(
+            'Search is unavailable until the search index is rebuilt: the operator must run `bizdir reindex`',
+          );
+        }
         if (error instanceof SearchUnavailableError) {
           // Logged once per outage, with its end (infra plugin), not once per 503.
           app.outages.meilisearch.down(error);
