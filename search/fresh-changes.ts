@@ -1,8 +1,11 @@
-import { sql } from 'kysely';
 import type { Db } from '../shared/db.js';
+import type { IndexDeps } from './index-calls.js';
 import { foldName, nameSortKey, termMatches } from './name-text.js';
-import { withUid } from './org-document.js';
-import type { OrgSearchPage, OrgSearchQuery, OrgSort } from './org-search.js';
+import { queryOrgIds } from './org-query.js';
+import { type FreshRow, freshRows } from './search.read-model.js';
+import type { OrgSearchPage, OrgSearchQuery, OrgSort } from './search-query.js';
+import { dbTimed } from './search-timing.js';
+import { compareStrings } from './sort-rules.js';
 
 /**
  * Changes the index has not applied yet, searched beside it.
@@ -10,46 +13,12 @@ import type { OrgSearchPage, OrgSearchQuery, OrgSort } from './org-search.js';
  * A committed change reaches Meilisearch through the outbox (org-sync.ts); on a large index one
  * document update takes Meilisearch seconds (its prefix databases are recomputed per batch), so a
  * rename would stay unsearchable that long. The search therefore reads the outbox first: while it
- * holds at most FRESH_MAX Orgs, those Orgs are left out of the index's answer (their entries may be
+ * holds at most FRESH_MAX Orgs (search.read-model.ts pendingOrgIds), those Orgs are left out of the index's answer (their entries may be
  * stale) and matched against their current rows in Postgres instead, then merged into the page in
  * the same order the index sorts by. Totals and pages stay exact, and a change is searchable as
  * soon as it is committed. While the outbox holds more (a bulk import being indexed), the index is
  * searched as it stands and catches up within its usual lag.
  */
-export const FRESH_MAX = 1_000;
-
-/** The ids of the Orgs changed but not yet confirmed in the index, or null when there are too many. */
-export async function pendingOrgIds(db: Db, max = FRESH_MAX): Promise<number[] | null> {
-  // `id_count` (migration 0019_outbox_id_count) is stored beside each row, so the size check reads
-  // no id array; `max + 1` rows of at least one id each already exceed max.
-  const { rows } = await sql<{ ids: string[] | null; over: boolean }>`
-    with head as (select id_count from search_outbox order by seq limit ${max + 1})
-    select (select coalesce(sum(id_count), 0) from head) > ${max} as over,
-           case when (select coalesce(sum(id_count), 0) from head) > ${max} then null
-                else (select array_agg(distinct x) from search_outbox o, unnest(o.org_ids) x) end as ids`.execute(
-    db,
-  );
-  const row = rows[0];
-  if (!row || row.over) return null;
-  return (row.ids ?? []).map(Number);
-}
-
-export interface FreshRow {
-  id: number;
-  uid: string;
-  name: string;
-  updated: Date;
-}
-
-export async function freshRows(db: Db, ids: readonly number[]): Promise<Map<number, FreshRow>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('orgs')
-    .select(['id', 'name', sql<Date>`updated`.as('updated')])
-    .where('id', '=', sql<number>`any(${ids}::bigint[])`)
-    .execute();
-  return new Map(rows.map((r) => [Number(r.id), withUid(r)]));
-}
 
 /** `updated` in ms, fixed-width base 36 (9 digits hold every date up to the year 5138). */
 const msKey = (updated: Date) => Math.max(0, updated.getTime()).toString(36).padStart(9, '0');
@@ -70,16 +39,16 @@ export function updatedKeys(updated: Date, uid: string): [string, string] {
 /** Where an Org falls in a query's order: compared as [major, minor] strings, ascending. */
 export type Key = [string, string];
 
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-export const cmpKey = (a: Key, b: Key) => cmp(a[0], b[0]) || cmp(a[1], b[1]);
+export const cmpKey = (a: Key, b: Key) => compareStrings(a[0], b[0]) || compareStrings(a[1], b[1]);
 
 /** Reverses the order of strings over [0-9a-z] and the name key's alphabet (used for `-name`). */
 const descending = (s: string) =>
   `${[...s].map((c) => String.fromCharCode(0xffff - c.charCodeAt(0))).join('')}\uffff`;
 
 /**
- * The order the index answers in (org-search.ts SORT_RULES; buckets are prefixes of these keys and
- * change nothing): name and stable domain; `updated` as `t`; relevance as tier then stable domain.
+ * The order the index answers in (sort-rules.ts SORT_RULES; buckets are prefixes of these keys and
+ * change nothing): name and stable domain; `updated` as updatedKeys; relevance as tier then stable
+ * domain.
  */
 export function orderKey(row: FreshRow, sort: OrgSort, folded: string, domainIds: ReadonlySet<number>): Key {
   const n = nameSortKey(foldName(row.name));
@@ -154,4 +123,38 @@ export function mergePage(
     .sort((x, y) => x.rank - y.rank)
     .map((r) => r.id);
   return { ids, total };
+}
+
+/**
+ * The index's answer without the pending Orgs, merged with those of them that answer the query
+ * now (above): exact totals and pages, a change searchable as soon as it is committed.
+ */
+export async function withFreshChanges(
+  db: Db,
+  deps: IndexDeps,
+  query: OrgSearchQuery,
+): Promise<OrgSearchPage> {
+  const exclude = deps.exclude ?? [];
+  const folded = foldName(query.q);
+  const domainIds = new Set(query.domainOrgIds);
+  const read = <T>(fn: () => Promise<T>) => dbTimed(deps.timing, fn);
+  const rows = await read(() => freshRows(db, exclude));
+  const fresh = [...rows.values()]
+    .filter((row) => answers(row, folded, domainIds))
+    .map((row) => ({ id: row.id, key: orderKey(row, query.sort, folded, domainIds) }))
+    .sort((a, b) => cmpKey(a.key, b.key));
+  if (fresh.length === 0) return queryOrgIds(deps, query);
+  const from = Math.max(0, query.offset - fresh.length);
+  const indexPage = await queryOrgIds(deps, {
+    ...query,
+    offset: from,
+    limit: query.limit + (query.offset - from),
+  });
+  const indexRows = await read(() => freshRows(db, indexPage.ids));
+  // An Org deleted since the index answered has no row: it sorts as nothing and is dropped by the API.
+  const keys = indexPage.ids.map((id) => {
+    const row = indexRows.get(id);
+    return row ? orderKey(row, query.sort, folded, domainIds) : (['', ''] as Key);
+  });
+  return mergePage(query, from, indexPage, keys, fresh);
 }

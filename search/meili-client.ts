@@ -78,11 +78,11 @@ export async function meiliCall<T>(fn: () => Promise<T>): Promise<T> {
 /**
  * Answers that can be larger than about 1 KB (more than ~40 ids) are asked for on a connection of
  * their own. Meilisearch writes such an answer in more than one piece, and on a kept-alive
- * connection the kernel's delayed acknowledgement then holds the rest for about 40 ms: a suspect
- * read of 96 ids took 44-52 ms with `processingTimeMs` 1, and 4-12 ms on a fresh connection, which
- * starts in quick-acknowledgement mode (docs/search.md). Pages of up to 40 ids keep the kept-alive
+ * connection the kernel's delayed acknowledgement then holds the rest for tens of milliseconds,
+ * where a fresh connection, which starts in quick-acknowledgement mode, does not wait
+ * (docs/benchmarks.md). Pages of up to 40 ids keep the kept-alive
  * connections, so the extra connections (and their TIME_WAIT sockets) are only for the large reads;
- * search/org-search.ts chooses by the answer's estimated size (ids only, or with keys).
+ * search/index-calls.ts chooses by the answer's estimated size (ids only, or with keys).
  */
 export const LARGE_ANSWER = 40;
 const freshConnections = new Agent({ pipelining: 0 });

@@ -7,7 +7,7 @@ import { ensureOrgIndex } from '../search/index-definition.js';
 import { createMeiliClient } from '../search/meili-client.js';
 import { pendingChanges, syncOutbox } from '../search/org-sync.js';
 import { rebuildForBacklog } from '../search/reindex.js';
-import { searchOrgs } from '../search/search-orgs.js';
+import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';

@@ -1,14 +1,14 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FRESH_MAX, pendingOrgIds } from '../search/fresh-changes.js';
 import { ensureOrgIndex } from '../search/index-definition.js';
 import { createMeiliClient } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
-import { ORG_SORTS, type OrgSort } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
-import { searchOrgs } from '../search/search-orgs.js';
+import { FRESH_MAX, pendingOrgIds } from '../search/search.read-model.js';
+import { ORG_SORTS, type OrgSort } from '../search/search-query.js';
+import { searchOrgs } from '../search/search-service.js';
 import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';

@@ -3,16 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureOrgIndex } from '../search/index-definition.js';
 import { createMeiliClient } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
-import { ORG_SORTS, type OrgSort, SMALL_ANSWER } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
-import { searchOrgs } from '../search/search-orgs.js';
+import { ORG_SORTS, type OrgSort } from '../search/search-query.js';
+import { searchOrgs } from '../search/search-service.js';
+import { SMALL_ANSWER } from '../search/small-answer.js';
 import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';
 
 // Long terms are first looked up by a cover of their trigrams (every third, and the last) and,
-// when few names hold it, checked and sorted without the full plan (org-search.ts smallAnswer).
+// when few names hold it, checked and sorted without the full plan (small-answer.ts).
 // `abcdefghij`'s cover is abc, def, ghi, hij: the names below hold all four without the term
 // (false candidates the check must drop), and true matches in each relevance tier.
 const TERM = 'abcdefghij';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MERGE_BUDGET, mergeTrue } from '../search/org-search.js';
+import { MERGE_BUDGET, mergeTrue } from '../search/merge-checked.js';
 import { below, rng } from './support/rng.js';
 
 /**

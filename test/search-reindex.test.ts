@@ -11,7 +11,7 @@ import {
 } from '../search/meili-client.js';
 import { pendingChanges, syncOutbox } from '../search/org-sync.js';
 import { RebuildStopped, reindex } from '../search/reindex.js';
-import { searchOrgs } from '../search/search-orgs.js';
+import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';

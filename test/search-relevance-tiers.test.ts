@@ -3,15 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureOrgIndex } from '../search/index-definition.js';
 import { createMeiliClient } from '../search/meili-client.js';
 import { foldName } from '../search/name-text.js';
-import { SHALLOW_TIERS_DEPTH } from '../search/org-search.js';
 import { syncOutbox } from '../search/org-sync.js';
-import { searchOrgs } from '../search/search-orgs.js';
+import { SHALLOW_TIERS_DEPTH } from '../search/relevance-tiers.js';
+import { searchOrgs } from '../search/search-service.js';
 import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';
 
-// `sort=relevance` (org-search.ts tieredPage) asks for a shallow page's second tier (the names
+// `sort=relevance` (relevance-tiers.ts tieredPage) asks for a shallow page's second tier (the names
 // starting with the term) and third tier (the other matches) at once, and for a page deeper than
 // SHALLOW_TIERS_DEPTH the second tier's size first, then each tier's part of the page. `zeta` has a
 // second tier larger than SHALLOW_TIERS_DEPTH, so its deep pages start inside it, at its end and past

@@ -10,7 +10,7 @@ import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
 import { ensureOrgIndex } from '../search/index-definition.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS } from '../search/meili-client.js';
 import { pendingChanges, syncOutbox } from '../search/org-sync.js';
-import { searchOrgs } from '../search/search-orgs.js';
+import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';

@@ -14,7 +14,7 @@ import { createMeiliClient, succeeded } from '../search/meili-client.js';
 import { type OrgRowForIndex, toOrgDocument } from '../search/org-document.js';
 import { pendingChanges, syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
-import { searchOrgs } from '../search/search-orgs.js';
+import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';

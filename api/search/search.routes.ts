@@ -10,8 +10,8 @@ import {
   meiliConnectionOf,
   SearchUnavailableError,
 } from '../../search/meili-client.js';
-import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/org-search.js';
-import { searchOrgs } from '../../search/search-orgs.js';
+import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/search-query.js';
+import { searchOrgs } from '../../search/search-service.js';
 import { SearchTiming } from '../../search/search-timing.js';
 import { badRequest, serviceUnavailable } from '../../shared/errors.js';
 import { reasonOf } from '../../shared/outage.js';

@@ -1,19 +1,11 @@
-import { sql } from 'kysely';
 import { type Meilisearch, MeilisearchApiError } from 'meilisearch';
 import type { Db } from '../shared/db.js';
-import { bizdirUid, parseDomain } from '../shared/domains.js';
-import { orgsWithDomains } from '../shared/org-domains.js';
-import { answers, cmpKey, freshRows, type Key, mergePage, orderKey, pendingOrgIds } from './fresh-changes.js';
+import { withFreshChanges } from './fresh-changes.js';
 import { IndexOutdatedError, type IndexState, indexState } from './index-definition.js';
 import { meiliCall } from './meili-client.js';
-import { foldName } from './name-text.js';
-import {
-  type NameRow,
-  type OrgSearchDeps,
-  type OrgSearchPage,
-  type OrgSearchQuery,
-  searchOrgIds,
-} from './org-search.js';
+import { queryOrgIds } from './org-query.js';
+import { namesOf, orgIdsForDomain, pendingOrgIds } from './search.read-model.js';
+import type { OrgSearchPage, OrgSearchQuery } from './search-query.js';
 import { dbTimed, engineTimed, type SearchTiming } from './search-timing.js';
 
 /**
@@ -33,27 +25,6 @@ export interface SearchOrgsDeps {
   freshChanges?: boolean;
   /** Where the request's time goes (the API's Server-Timing header): Meilisearch calls and Postgres reads. */
   timing?: SearchTiming;
-}
-
-/** Ids of the Orgs (zero or one) whose stable or public domain, old labels included, equals q. */
-export async function orgIdsForDomain(db: Db, q: string, suffix: string): Promise<number[]> {
-  const ref = parseDomain(q, suffix);
-  if (ref?.kind !== 'org' && ref?.kind !== 'org-public') return [];
-  const rows = await db
-    .selectFrom(orgsWithDomains([ref]).as('d'))
-    .select('d.org_id')
-    .execute();
-  return rows.map((r) => Number(r.org_id));
-}
-
-async function namesOf(db: Db, ids: readonly number[]): Promise<Map<number, NameRow>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('orgs')
-    .select(['id', 'name'])
-    .where('id', '=', sql<number>`any(${ids}::bigint[])`)
-    .execute();
-  return new Map(rows.map((r) => [Number(r.id), { name: r.name, uid: bizdirUid(Number(r.id)) }]));
 }
 
 /**
@@ -99,7 +70,7 @@ export async function searchOrgs(
     ...(timing ? { timing } : {}),
   };
   try {
-    if (!pending || pending.length === 0) return await searchOrgIds(base, full);
+    if (!pending || pending.length === 0) return await queryOrgIds(base, full);
     return await withFreshChanges(deps.db, { ...base, exclude: pending }, full);
   } catch (error) {
     // Refused by Meilisearch (a sort key or filter it does not know): an index of an older format
@@ -112,34 +83,4 @@ export async function searchOrgs(
       throw new IndexOutdatedError(deps.indexUid);
     throw error;
   }
-}
-
-/**
- * The index's answer without the pending Orgs, merged with those of them that answer the query
- * now (fresh-changes.ts): exact totals and pages, a change searchable as soon as it is committed.
- */
-async function withFreshChanges(db: Db, deps: OrgSearchDeps, query: OrgSearchQuery): Promise<OrgSearchPage> {
-  const exclude = deps.exclude ?? [];
-  const folded = foldName(query.q);
-  const domainIds = new Set(query.domainOrgIds);
-  const read = <T>(fn: () => Promise<T>) => dbTimed(deps.timing, fn);
-  const rows = await read(() => freshRows(db, exclude));
-  const fresh = [...rows.values()]
-    .filter((row) => answers(row, folded, domainIds))
-    .map((row) => ({ id: row.id, key: orderKey(row, query.sort, folded, domainIds) }))
-    .sort((a, b) => cmpKey(a.key, b.key));
-  if (fresh.length === 0) return searchOrgIds(deps, query);
-  const from = Math.max(0, query.offset - fresh.length);
-  const indexPage = await searchOrgIds(deps, {
-    ...query,
-    offset: from,
-    limit: query.limit + (query.offset - from),
-  });
-  const indexRows = await read(() => freshRows(db, indexPage.ids));
-  // An Org deleted since the index answered has no row: it sorts as nothing and is dropped by the API.
-  const keys = indexPage.ids.map((id) => {
-    const row = indexRows.get(id);
-    return row ? orderKey(row, query.sort, folded, domainIds) : (['', ''] as Key);
-  });
-  return mergePage(query, from, indexPage, keys, fresh);
 }
