@@ -2,7 +2,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { failRun } from '../ingest/import-run.js';
 import { failPartFor, IMPORT_JOB_CONNECTIONS } from '../ingest/run-import.js';
-import { INDEX_JOB_CONNECTIONS } from '../search/org-sync.js';
+import { INDEX_JOB_CONNECTIONS } from '../search/index-sync.repository.js';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';

@@ -1,23 +1,23 @@
-import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
+import { type BacklogState, backlogState } from './index-sync.repository.js';
 import { indexExists } from './meili-client.js';
 
 /**
  * When the live index is far behind Postgres (a first import of the register, a monthly re-import
  * that changed much of it), building a fresh index and swapping it in (reindex.ts
- * `rebuildForBacklog`) beats syncing the backlog batch by batch: at 5.7M Orgs the sync drained
- * about 130K Orgs a minute into an index that ended at 3,134 B/Org on disk, where one build takes
- * minutes and leaves the file at its used size (docs/search.md).
+ * `rebuildForBacklog`) beats syncing the backlog batch by batch: the sync of a large backlog is
+ * slow and leaves the index's file larger than its used size, where one build takes minutes and
+ * leaves the file at its used size (docs/benchmarks.md).
  *
  * The backlog is rebuilt when it holds at least `minOrgs` Org changes and at least REBUILD_SHARE of
  * the documents the live index holds (a rebuild costs the whole register, a sync the backlog).
  * While an import is still running, a backlog that size is not synced (each batch would re-merge
  * the whole live index); the plan says `wait`, and the indexer either waits for the import and
  * rebuilds after it (the default), or, with SEARCH_REBUILD_DURING_IMPORT=on, starts the rebuild at
- * once and lets the new index follow the import's commits until it ends (reindex.ts). On one
- * 2-core machine following gained nothing measurable at 5.7M Orgs and made the import itself
- * 1.5-1.8 times as long (docs/search.md); it is meant for Meilisearch on cores of its own.
+ * once and lets the new index follow the import's commits until it ends (reindex.ts). On a machine
+ * whose cores the import already keeps busy, following gains nothing and slows the import
+ * (docs/benchmarks.md); it is meant for Meilisearch on cores of its own.
  * Searches meanwhile see the index as it was (as they would while a sync of that size caught up).
  * A run that stopped writing for STALLED_MS is not waited for.
  */
@@ -58,20 +58,6 @@ export async function planCatchUp(
     : 0;
   if (row.pending < REBUILD_SHARE * documents) return plan('sync', documents);
   return plan(isWriting(row) ? 'wait' : 'rebuild', documents);
-}
-
-interface BacklogState {
-  pending: number;
-  newest_age_ms: number | null;
-  running: number;
-}
-
-async function backlogState(db: Db): Promise<BacklogState> {
-  const { rows } = await sql<BacklogState>`
-    select (select coalesce(sum(id_count), 0)::int from search_outbox) as pending,
-           (select (extract(epoch from now() - max(created_at)) * 1000)::float8 from search_outbox) as newest_age_ms,
-           (select count(*)::int from import_runs where status = 'running') as running`.execute(db);
-  return rows[0]!;
 }
 
 /** An import run is `running` and the outbox got a row in the last STALLED_MS. */

@@ -1,30 +1,18 @@
-import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
-import { observeLater } from '../shared/outage.js';
+import { InOrder } from '../shared/in-order.js';
 import { indexState } from './index-definition.js';
+import { settleOutboxBatch, takeOutboxBatch, withIndexerLock } from './index-sync.repository.js';
 import { succeeded } from './meili-client.js';
-import { type OrgRowForIndex, toOrgDocument, withUid } from './org-document.js';
+import { type OrgRowForIndex, toOrgDocument } from './org-document.js';
+import { readOrgRows } from './org-rows.read-model.js';
 
 /**
- * Brings the search index up to date with the Org changes queued in search_outbox (written by the
- * triggers of migration 0004). Outbox rows are deleted only after Meilisearch reported the task
- * holding their Orgs as succeeded, so a failed task, a crash while waiting, or a Meilisearch that is
- * down leaves them in place for the next run: nothing is lost, and the index catches up.
- *
- * One indexer at a time (a session advisory lock): two indexers could otherwise read an Org at
- * different versions and let the older one land last. `bizdir reindex` takes the same lock to
- * register its new index and to replay and swap, so neither misses the other's changes.
+ * Brings the search index up to date with the Org changes queued in search_outbox. Outbox rows are
+ * deleted only after Meilisearch reported the task holding their Orgs as succeeded, so a failed
+ * task, a crash while waiting, or a Meilisearch that is down leaves them in place for the next run:
+ * nothing is lost, and the index catches up. Runs under the indexer lock (index-sync.repository.ts).
  */
-export const INDEXER_LOCK = 7_310_405_001;
-
-/**
- * The pooled connections one indexing job can hold at once (jobs/worker.ts sizes the worker's pool
- * from it): the indexer lock, held on a connection of its own for the whole sync or rebuild
- * (withIndexerLock), and one for its statements, which run one at a time.
- */
-export const INDEX_JOB_CONNECTIONS = 2;
-
 export interface SyncDeps {
   db: Db;
   /** A client with an indexing timeout (createMeiliClient(conn, INDEXING_TIMEOUT_MS)). */
@@ -65,27 +53,6 @@ export interface SyncResult {
   batches: number;
 }
 
-interface OutboxRow {
-  seq: number;
-  org_ids: number[];
-}
-
-/** Reads the current index state of the given Orgs; ids with no row are gone from Postgres. */
-export async function readOrgRows(
-  db: Db,
-  ids: readonly number[],
-): Promise<{ rows: OrgRowForIndex[]; gone: number[] }> {
-  const rows = (
-    await db
-      .selectFrom('orgs')
-      .select(['id', 'name', 'version_number', sql<Date>`updated`.as('updated')])
-      .where('id', '=', sql<number>`any(${ids}::bigint[])`)
-      .execute()
-  ).map(withUid);
-  const found = new Set(rows.map((r) => r.id));
-  return { rows, gone: ids.filter((id) => !found.has(id)) };
-}
-
 /** Posts documents (and removals) to one index; resolves when Meilisearch applied them. */
 export async function writeDocuments(
   meili: Meilisearch,
@@ -101,70 +68,11 @@ export async function writeDocuments(
   await Promise.all(waits);
 }
 
-/** Runs fn while holding the indexer lock on one connection; blocks when `wait`, else skips. */
-export async function withIndexerLock<T>(
-  db: Db,
-  wait: boolean,
-  fn: () => Promise<T>,
-): Promise<{ locked: true; value: T } | { locked: false }> {
-  return db.connection().execute(async (conn) => {
-    if (wait) {
-      await sql`select pg_advisory_lock(${INDEXER_LOCK})`.execute(conn);
-    } else {
-      const got = await sql<{ ok: boolean }>`select pg_try_advisory_lock(${INDEXER_LOCK}) as ok`.execute(
-        conn,
-      );
-      if (!got.rows[0]?.ok) return { locked: false };
-    }
-    try {
-      return { locked: true, value: await fn() };
-    } finally {
-      await sql`select pg_advisory_unlock(${INDEXER_LOCK})`.execute(conn);
-    }
-  });
-}
-
+/** One batch of outbox rows, written to the index. */
 interface Batch {
   seqs: number[];
   ids: number[];
-  done: Promise<void>;
   removed: number;
-}
-
-async function takeBatch(db: Db, afterSeq: number, batchIds: number): Promise<OutboxRow[]> {
-  // Rows are small (one per import statement); read a page and keep what fits one batch.
-  const rows = await db
-    .selectFrom('search_outbox')
-    .select(['seq', 'org_ids'])
-    .where('seq', '>', afterSeq)
-    .orderBy('seq')
-    .limit(200)
-    .execute();
-  const out: OutboxRow[] = [];
-  let count = 0;
-  for (const row of rows) {
-    if (out.length > 0 && count + row.org_ids.length > batchIds) break;
-    out.push({ seq: row.seq, org_ids: row.org_ids.map(Number) });
-    count += row.org_ids.length;
-  }
-  return out;
-}
-
-/** Marks a batch done: records it for a running rebuild, then deletes its outbox rows. */
-async function settleBatch(db: Db, batch: Batch): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    const targets = await trx.selectFrom('search_reindex').select('target').execute();
-    if (targets.length > 0) {
-      await trx
-        .insertInto('search_reindex_replay')
-        .values(targets.map((t) => ({ target: t.target, org_ids: batch.ids })))
-        .execute();
-    }
-    await trx
-      .deleteFrom('search_outbox')
-      .where('seq', '=', sql<number>`any(${batch.seqs}::bigint[])`)
-      .execute();
-  });
 }
 
 /** Drains search_outbox into the live index. Throws (leaving the outbox intact) when Meilisearch fails. */
@@ -177,17 +85,16 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
     let removed = 0;
     let batches = 0;
     let lastSeq = 0;
-    const inFlight: Batch[] = [];
     // Read under the lock: a rebuild swaps its index in only while holding it.
     if ((await indexState(deps.meili, deps.indexUid)) === 'older')
       return { indexed, removed, batches, olderIndex: true as const };
-    const settleOldest = async () => {
-      const batch = inFlight.shift()!;
-      await batch.done;
-      await settleBatch(deps.db, batch);
+    // Batches are settled (outbox rows deleted) in the order they were taken, each once its task
+    // succeeded, so the outbox never loses a row whose change is not in the index yet.
+    const writes = new InOrder<Batch>(depth, async (batch) => {
+      await settleOutboxBatch(deps.db, batch.seqs, batch.ids);
       indexed += batch.ids.length - batch.removed;
       removed += batch.removed;
-    };
+    });
     try {
       let asked = Date.now();
       while (batches < maxBatches) {
@@ -195,33 +102,22 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
           if (!(await options.keepGoing())) break;
           asked = Date.now();
         }
-        const rows = await takeBatch(deps.db, lastSeq, batchIds);
+        const rows = await takeOutboxBatch(deps.db, lastSeq, batchIds);
         if (rows.length === 0) break;
         lastSeq = rows[rows.length - 1]!.seq;
         const ids = [...new Set(rows.flatMap((r) => r.org_ids))];
         const { rows: orgRows, gone } = await readOrgRows(deps.db, ids);
-        // Awaited by settleOldest, which throws its failure.
-        const done = observeLater(writeDocuments(deps.meili, deps.indexUid, orgRows, gone));
-        inFlight.push({ seqs: rows.map((r) => r.seq), ids, done, removed: gone.length });
+        const batch = { seqs: rows.map((r) => r.seq), ids, removed: gone.length };
         batches++;
-        if (inFlight.length >= depth) await settleOldest();
+        await writes.add(writeDocuments(deps.meili, deps.indexUid, orgRows, gone).then(() => batch));
       }
-      while (inFlight.length > 0) await settleOldest();
+      await writes.drain();
     } finally {
       // On failure, let the other requests finish before the lock is released, so a next run cannot
       // overtake a write that is still in flight.
-      await Promise.allSettled(inFlight.map((b) => b.done));
+      await writes.quiesce();
     }
     return { indexed, removed, batches };
   });
   return result.locked ? { ran: true, ...result.value } : { ran: false, indexed: 0, removed: 0, batches: 0 };
-}
-
-/** Org changes not yet confirmed in the index (counted in ids, duplicates included). */
-export async function pendingChanges(db: Db): Promise<number> {
-  const row = await db
-    .selectFrom('search_outbox')
-    .select(sql<number>`coalesce(sum(cardinality(org_ids)), 0)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
 }

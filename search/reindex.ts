@@ -1,12 +1,18 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
-import type { Meilisearch } from 'meilisearch';
-import type { Db } from '../shared/db.js';
-import { observeLater, reasonOf } from '../shared/outage.js';
 import { ensureOrgIndex, ORG_INDEX_LOAD_SETTINGS, ORG_INDEX_SETTINGS } from './index-definition.js';
-import { indexExists, streamDocuments, succeeded, taskSucceeded } from './meili-client.js';
-import { toOrgDocument, withUid } from './org-document.js';
-import { readOrgRows, withIndexerLock, writeDocuments } from './org-sync.js';
+import { bulkLoad, type FillDeps, type FillOptions, followOutbox } from './index-fill.js';
+import {
+  deleteOutboxRows,
+  outboxSizes,
+  registeredRebuilds,
+  registerRebuild,
+  replayedOrgIds,
+  unregisterRebuild,
+  withIndexerLock,
+} from './index-sync.repository.js';
+import { indexExists, succeeded } from './meili-client.js';
+import { maxOrgId, readOrgRows } from './org-rows.read-model.js';
+import { writeDocuments } from './org-sync.js';
+import { checkStopped, unlessStopped } from './rebuild-stop.js';
 
 /** Building the sort and filter structures of a full register takes a while. */
 const SETTINGS_TIMEOUT_MS = 4 * 60 * 60 * 1000;
@@ -21,70 +27,23 @@ const SETTINGS_TIMEOUT_MS = 4 * 60 * 60 * 1000;
  * writes the current state of those Orgs into the new index, and swaps while still holding the lock,
  * so no change lands only in the index that is about to be retired. Changes still in the outbox
  * at that point are written by the indexer after the swap, into the new live index.
+ *
+ * The live index may be of an older format (index-definition.ts): the swap replaces it whole.
  */
-export interface ReindexDeps {
-  db: Db;
-  meili: Meilisearch;
+export interface ReindexDeps extends FillDeps {
   indexUid: string;
   log?: (line: string) => void;
 }
 
-export interface ReindexOptions {
-  /** Orgs read and posted per Meilisearch task. */
-  chunk?: number;
-  /** Orgs read from Postgres at a time while a task's payload streams (BULK_PAGE). */
-  page?: number;
-  /** Document tasks in flight at once. */
-  depth?: number;
-  onProgress?: (done: number, total: number) => void;
-  /**
-   * Called between chunks (at most every couple of seconds) to keep the live index in sync while
-   * the rebuild runs, for when the rebuild occupies the worker that would otherwise do it.
-   */
-  sync?: () => Promise<unknown>;
+export interface ReindexOptions extends FillOptions {
   /**
    * Aborted when the worker shuts down (or `bizdir reindex --wait` is interrupted): the build stops at
    * its next step or wait, its Meilisearch tasks are canceled and its half-built index dropped, and
-   * RebuildStopped is thrown. The live index and the outbox stay as they were; the next rebuild
-   * starts over.
+   * RebuildStopped is thrown (rebuild-stop.ts). The live index and the outbox stay as they were; the
+   * next rebuild starts over.
    */
   signal?: AbortSignal;
 }
-
-/** A rebuild stopped by its signal (see ReindexOptions.signal): nothing was swapped in. */
-export class RebuildStopped extends Error {
-  constructor() {
-    super('search index rebuild stopped before the swap: the live index is unchanged');
-    this.name = 'RebuildStopped';
-  }
-}
-
-/** `work`, unless the signal aborts first: then RebuildStopped (what `work` does afterwards is dropped). */
-function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  if (signal.aborted) {
-    work.catch(() => {});
-    return Promise.reject(new RebuildStopped());
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new RebuildStopped());
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
-const checkStopped = (signal: AbortSignal | undefined) => {
-  if (signal?.aborted) throw new RebuildStopped();
-};
 
 export interface ReindexResult {
   target: string;
@@ -93,158 +52,22 @@ export interface ReindexResult {
   ms: number;
 }
 
-/**
- * Orgs per document task of a bulk load, and tasks in flight. Meilisearch merges each batch into
- * every word's bitmaps, recomputes the prefix databases and commits, and that cost grows with the
- * index: at 5.7M those steps were 62 % of the document batches' time with tasks of 20,000
- * (docs/search.md, "Fewer, larger batches"). Tasks of 200,000 documents (about 58 MB of NDJSON,
- * under Meilisearch's 100 MB payload limit) make a tenth as many batches (the build 14.5 % shorter
- * at 5.7M than with 100,000); two in flight keep Meilisearch busy while the next one is streamed.
- * Each task's payload is streamed from pages of BULK_PAGE rows (streamDocuments), so the worker's
- * memory does not grow with the task.
- */
-export const BULK_CHUNK = 200_000;
-export const BULK_DEPTH = 2;
-/** Rows read from Postgres at a time while a task's payload streams. */
-const BULK_PAGE = 10_000;
-/** Orgs per task when following the outbox (documents built whole: writeDocuments). */
-const FOLLOW_CHUNK = 100_000;
+/** Rows of the replay written into the new index per task, under the indexer lock before the swap. */
+const REPLAY_CHUNK = 20_000;
 
-/**
- * Bulk-loads every Org into `target` by keyset pages of ids; with `upTo`, only the ids up to it
- * (Orgs inserted later are posted by followOutbox from their outbox rows).
- */
-async function bulkLoad(
-  deps: ReindexDeps,
-  target: string,
-  options: ReindexOptions,
-  upTo = Number.MAX_SAFE_INTEGER,
-): Promise<number> {
-  const chunk = options.chunk ?? BULK_CHUNK;
-  const depth = options.depth ?? BULK_DEPTH;
-  const pageSize = options.page ?? BULK_PAGE;
-  const total = await deps.db
-    .selectFrom('orgs')
-    .select(sql<number>`count(*)::int`.as('n'))
-    .where('id', '<=', upTo)
-    .executeTakeFirstOrThrow();
-  const inFlight: Promise<unknown>[] = [];
-  let lastId = 0;
-  let done = 0;
-  let lastSync = Date.now();
-  const page = (after: number, limit: number) =>
-    deps.db
-      .selectFrom('orgs')
-      .select(['id', 'name', 'version_number', sql<Date>`updated`.as('updated')])
-      .where('id', '>', after)
-      .where('id', '<=', upTo)
-      .orderBy('id')
-      .limit(limit)
-      .execute();
-  const { signal } = options;
-  try {
-    for (;;) {
-      checkStopped(signal);
-      // The task's first page is read before it is posted: no Orgs left, no task.
-      let rows = await page(lastId, Math.min(pageSize, chunk));
-      if (rows.length === 0) break;
-      let inTask = 0;
-      async function* lines() {
-        for (;;) {
-          let text = '';
-          for (const row of rows) text += `${JSON.stringify(toOrgDocument(withUid(row)))}\n`;
-          inTask += rows.length;
-          lastId = rows[rows.length - 1]!.id;
-          yield text;
-          if (inTask >= chunk) return;
-          rows = await page(lastId, Math.min(pageSize, chunk - inTask));
-          if (rows.length === 0) return;
-        }
-      }
-      const taskUid = await streamDocuments(deps.meili, target, lines());
-      // Awaited below (depth-limited, then all), which throws its failure.
-      inFlight.push(observeLater(taskSucceeded(deps.meili, taskUid)));
-      done += inTask;
-      if (inFlight.length >= depth) await unlessStopped(inFlight.shift()!, signal);
-      options.onProgress?.(done, Math.max(total.n, done));
-      if (options.sync && Date.now() - lastSync > 2_000) {
-        await options.sync();
-        lastSync = Date.now();
-      }
-    }
-    await unlessStopped(Promise.all(inFlight), signal);
-  } finally {
-    // Stopped: the tasks still in flight are canceled by the caller (dropFailedBuild), not waited for.
-    if (!signal?.aborted) await Promise.allSettled(inFlight);
-  }
-  return done;
+/** The live index ready for a swap (created empty on a first run), its format said when older. */
+async function liveIndexForSwap(deps: ReindexDeps): Promise<void> {
+  if ((await ensureOrgIndex(deps.meili, deps.indexUid)) === 'older')
+    deps.log?.(`${deps.indexUid} is of an older format: the new index replaces it`);
 }
 
-/** How often a rebuild that follows an import looks for new outbox rows when it found none. */
-export const FOLLOW_POLL_MS = 1_000;
-
-/**
- * Posts to `target` the Orgs of every outbox row not in `covered` (adding their seqs to it) until
- * `writing` answers false, then once more: the last pass reads every row committed before the
- * writers stopped. Each Org's current row is read after its outbox row became visible, so the
- * document posted is at least as new as the change; later changes bring rows of their own. Rows
- * of transactions that commit out of seq order are found by seq, not by a high-water mark.
- */
-async function followOutbox(
-  deps: ReindexDeps,
-  target: string,
-  covered: Set<number>,
-  writing: () => Promise<boolean>,
-  options: Pick<ReindexOptions, 'chunk' | 'depth' | 'signal'>,
-): Promise<number> {
-  const { signal } = options;
-  const chunk = options.chunk ?? FOLLOW_CHUNK;
-  const depth = options.depth ?? BULK_DEPTH;
-  const inFlight: Promise<unknown>[] = [];
-  let posted = 0;
-  try {
-    for (;;) {
-      checkStopped(signal);
-      // Asked before reading: when it says the writers stopped, this read sees all they wrote.
-      const still = await writing();
-      const seqs = await deps.db.selectFrom('search_outbox').select('seq').execute();
-      const fresh = seqs.map((r) => Number(r.seq)).filter((seq) => !covered.has(seq));
-      if (fresh.length === 0) {
-        if (!still) break;
-        await unlessStopped(sleep(FOLLOW_POLL_MS), signal);
-        continue;
-      }
-      const rows = await deps.db
-        .selectFrom('search_outbox')
-        .select(['seq', 'org_ids'])
-        .where('seq', '=', sql<number>`any(${fresh}::bigint[])`)
-        .execute();
-      const ids = [...new Set(rows.flatMap((r) => r.org_ids.map(Number)))];
-      for (let i = 0; i < ids.length; i += chunk) {
-        const { rows: orgRows, gone } = await readOrgRows(deps.db, ids.slice(i, i + chunk));
-        // Awaited below (depth-limited, then all), which throws its failure.
-        inFlight.push(observeLater(writeDocuments(deps.meili, target, orgRows, gone)));
-        if (inFlight.length >= depth) await unlessStopped(inFlight.shift()!, signal);
-      }
-      for (const r of rows) {
-        covered.add(Number(r.seq));
-        posted += r.org_ids.length;
-      }
-    }
-    await unlessStopped(Promise.all(inFlight), signal);
-  } finally {
-    // Stopped: the tasks still in flight are canceled by the caller (dropFailedBuild), not waited for.
-    if (!signal?.aborted) await Promise.allSettled(inFlight);
-  }
-  return posted;
-}
+import { reasonOf } from '../shared/outage.js';
 
 /** Drops registrations (and their half-built indexes) left by a rebuild that died. */
 async function clearStaleRebuilds(deps: ReindexDeps): Promise<void> {
-  const stale = await deps.db.selectFrom('search_reindex').select('target').execute();
-  for (const { target } of stale) {
+  for (const target of await registeredRebuilds(deps.db)) {
     if (target !== deps.indexUid) await deps.meili.deleteIndexIfExists(target);
-    await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();
+    await unregisterRebuild(deps.db, target);
   }
 }
 
@@ -264,7 +87,7 @@ export interface CatchUpResult {
  * in, instead of posting the backlog document batch by batch (search/catch-up.ts decides when).
  * After a bulk import that is both faster (one build with filters and sorts declared once, against
  * one Meilisearch update per batch, each re-merging the facet and prefix databases of the whole
- * index) and smaller (the incremental path leaves the index's file 1.5-3× its used size).
+ * index) and smaller (the incremental path leaves the index's file larger than its used size).
  *
  * Holds the indexer lock throughout, so no sync posts to the live index meanwhile: the backlog
  * waits in the outbox. The outbox rows visible when the lock is taken are committed, so the bulk
@@ -288,31 +111,21 @@ export async function rebuildForBacklog(
 ): Promise<CatchUpResult> {
   const started = Date.now();
   const target = `${deps.indexUid}__catchup_${started.toString(36)}`;
-  const log = deps.log ?? (() => {});
+  const log = deps.log ?? (() => undefined);
   const locked = await withIndexerLock(deps.db, false, async () => {
-    const covered = await deps.db.selectFrom('search_outbox').select(['seq', 'id_count']).execute();
+    const covered = await outboxSizes(deps.db);
     // The Orgs the bulk load reads: every later insert has an outbox row that is not in `covered`.
-    const upTo = options.follow
-      ? Number(
-          (
-            await deps.db
-              .selectFrom('orgs')
-              .select(sql<string>`coalesce(max(id), 0)`.as('m'))
-              .executeTakeFirstOrThrow()
-          ).m,
-        )
-      : undefined;
+    const upTo = options.follow ? await maxOrgId(deps.db) : undefined;
     await clearStaleRebuilds(deps);
     // Registered so that a crash leaves nothing behind: the next rebuild drops what is registered.
-    await deps.db.insertInto('search_reindex').values({ target }).execute();
+    await registerRebuild(deps.db, target);
     try {
-      if ((await ensureOrgIndex(deps.meili, deps.indexUid)) === 'older')
-        log(`${deps.indexUid} is of an older format: the build replaces it`);
+      await liveIndexForSwap(deps);
       await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
-      const ids = covered.reduce((n, r) => n + Number(r.id_count), 0);
+      const ids = covered.reduce((n, r) => n + r.id_count, 0);
       log(`search index ${ids} Org changes behind: building ${target} instead of syncing them`);
       const documents = await bulkLoad(deps, target, options, upTo);
-      const seqs = new Set(covered.map((r) => Number(r.seq)));
+      const seqs = new Set(covered.map((r) => r.seq));
       let followed = 0;
       if (options.follow) {
         log(`loaded ${documents} Orgs into ${target}; following the running import`);
@@ -325,11 +138,8 @@ export async function rebuildForBacklog(
       );
       checkStopped(options.signal);
       await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
-      await deps.db
-        .deleteFrom('search_outbox')
-        .where('seq', '=', sql<number>`any(${[...seqs]}::bigint[])`)
-        .execute();
-      await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();
+      await deleteOutboxRows(deps.db, [...seqs]);
+      await unregisterRebuild(deps.db, target);
       // `target` now holds the retired index.
       await succeeded(deps.meili.deleteIndex(target));
       return { documents, followed, covered: ids + followed };
@@ -342,16 +152,15 @@ export async function rebuildForBacklog(
   return { ran: true, ...locked.value, ms: Date.now() - started };
 }
 
-/** Best effort after a failed build: the build's own error is what the caller must see, and the next rebuild clears what is left (clearStaleRebuilds). */
+/**
+ * Best effort after a failed build: the build's own error is what the caller must see, and the next
+ * rebuild clears what is left (clearStaleRebuilds); each step that fails is logged.
+ */
 async function dropFailedBuild(deps: ReindexDeps, target: string): Promise<void> {
-  const log = deps.log ?? (() => {});
+  const log = deps.log ?? (() => undefined);
   const leftBehind = (what: string) => (err: unknown) =>
     log(`warning: could not ${what} after the failed rebuild (the next rebuild clears it): ${reasonOf(err)}`);
-  await deps.db
-    .deleteFrom('search_reindex')
-    .where('target', '=', target)
-    .execute()
-    .catch(leftBehind(`unregister ${target}`));
+  await unregisterRebuild(deps.db, target).catch(leftBehind(`unregister ${target}`));
   // Its document and settings tasks still queued or running are work for nothing (and what a
   // stopping worker would otherwise wait for): canceled before the index is deleted.
   await deps.meili.tasks
@@ -367,16 +176,14 @@ async function dropFailedBuild(deps: ReindexDeps, target: string): Promise<void>
 export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): Promise<ReindexResult> {
   const started = Date.now();
   const target = `${deps.indexUid}__build_${started.toString(36)}`;
-  const log = deps.log ?? (() => {});
-  // The live index must exist for the swap; a first run swaps with an empty one.
-  if ((await ensureOrgIndex(deps.meili, deps.indexUid)) === 'older')
-    log(`${deps.indexUid} is of an older format: the build replaces it`);
+  const log = deps.log ?? (() => undefined);
+  await liveIndexForSwap(deps);
   // The new index starts with the words only; filters and sorts are built once, after the bulk load
   // (cheaper than maintaining them document batch by document batch).
   await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
   await withIndexerLock(deps.db, true, async () => {
     await clearStaleRebuilds(deps);
-    await deps.db.insertInto('search_reindex').values({ target }).execute();
+    await registerRebuild(deps.db, target);
   });
   log(`building ${target}`);
   try {
@@ -390,24 +197,15 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
     log('replaying changes and swapping');
     const swapped = await withIndexerLock(deps.db, true, async () => {
       // A later `reindex` clears older registrations (and their indexes): never swap a stale build in.
-      const mine = await deps.db
-        .selectFrom('search_reindex')
-        .select('target')
-        .where('target', '=', target)
-        .executeTakeFirst();
-      if (!mine) throw new Error(`rebuild ${target} was superseded by a newer one`);
-      const replay = await deps.db
-        .selectFrom('search_reindex_replay')
-        .select('org_ids')
-        .where('target', '=', target)
-        .execute();
-      const ids = [...new Set(replay.flatMap((r) => r.org_ids.map(Number)))];
-      for (let i = 0; i < ids.length; i += 20_000) {
-        const { rows, gone } = await readOrgRows(deps.db, ids.slice(i, i + 20_000));
+      if (!(await registeredRebuilds(deps.db)).includes(target))
+        throw new Error(`rebuild ${target} was superseded by a newer one`);
+      const ids = await replayedOrgIds(deps.db, target);
+      for (let i = 0; i < ids.length; i += REPLAY_CHUNK) {
+        const { rows, gone } = await readOrgRows(deps.db, ids.slice(i, i + REPLAY_CHUNK));
         await writeDocuments(deps.meili, target, rows, gone);
       }
       await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
-      await deps.db.deleteFrom('search_reindex').where('target', '=', target).execute();
+      await unregisterRebuild(deps.db, target);
       return ids.length;
     });
     const replayed = swapped.locked ? swapped.value : 0;

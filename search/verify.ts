@@ -2,6 +2,7 @@ import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { IndexOutdatedError, indexState } from './index-definition.js';
 import { foldName, nameSortKey } from './name-text.js';
+import { orgVersionsAfter } from './org-rows.read-model.js';
 
 /**
  * Drift between Postgres and the live index: Orgs missing from the index, index entries with no
@@ -60,13 +61,7 @@ export async function verifyIndex(db: Db, meili: Meilisearch, indexUid: string):
   };
   let lastId = 0;
   for (;;) {
-    const rows = await db
-      .selectFrom('orgs')
-      .select(['id', 'name', 'version_number'])
-      .where('id', '>', lastId)
-      .orderBy('id')
-      .limit(50_000)
-      .execute();
+    const rows = await orgVersionsAfter(db, lastId, 50_000);
     if (rows.length === 0) break;
     lastId = rows[rows.length - 1]!.id;
     report.orgs += rows.length;

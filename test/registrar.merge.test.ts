@@ -8,7 +8,7 @@ import { labelsFor, releaseLabels } from '../ingest/registrar/registrar.loader.j
 import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { IMPORT_JOB_CONNECTIONS, runImport } from '../ingest/run-import.js';
 import { workerPoolSize } from '../jobs/worker.js';
-import { INDEX_JOB_CONNECTIONS, withIndexerLock } from '../search/org-sync.js';
+import { INDEX_JOB_CONNECTIONS, withIndexerLock } from '../search/index-sync.repository.js';
 import { createDb, type Db } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG } from './support/import.js';

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureOrgIndex } from '../search/index-definition.js';
+import { pendingChanges } from '../search/index-sync.repository.js';
 import {
   createMeiliClient,
   indexExists,
@@ -9,8 +10,9 @@ import {
   SearchUnavailableError,
   streamDocuments,
 } from '../search/meili-client.js';
-import { pendingChanges, syncOutbox } from '../search/org-sync.js';
-import { RebuildStopped, reindex } from '../search/reindex.js';
+import { syncOutbox } from '../search/org-sync.js';
+import { RebuildStopped } from '../search/rebuild-stop.js';
+import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli, spawnCli } from './support/cli.js';

@@ -10,9 +10,10 @@ import {
   indexState,
   ORG_INDEX_SETTINGS,
 } from '../search/index-definition.js';
+import { pendingChanges } from '../search/index-sync.repository.js';
 import { createMeiliClient, succeeded } from '../search/meili-client.js';
 import { type OrgRowForIndex, toOrgDocument } from '../search/org-document.js';
-import { pendingChanges, syncOutbox } from '../search/org-sync.js';
+import { syncOutbox } from '../search/org-sync.js';
 import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';

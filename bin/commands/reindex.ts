@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { openProducerQueue, producerCall } from '../../jobs/queue.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS } from '../../search/meili-client.js';
 import { syncOutbox } from '../../search/org-sync.js';
-import { RebuildStopped, reindex } from '../../search/reindex.js';
+import { RebuildStopped } from '../../search/rebuild-stop.js';
+import { reindex } from '../../search/reindex.js';
 import { driftCount, verifyIndex } from '../../search/verify.js';
 import { createDb } from '../../shared/db.js';
 import {
