@@ -1,11 +1,17 @@
 /**
- * Where one search request's time went: its Meilisearch calls (how many, how long at least one was
- * in flight, Meilisearch's own processing time summed, the slowest round trip) and its Postgres
- * reads. The API sends it as a `Server-Timing` header (W3C Server Timing), so an operator or a
- * benchmark can tell a slow answer's engine time from the API's own (event loop, garbage
- * collection) without tracing. Calls may overlap: `engine` is the time with at least one in flight,
+ * Where one search request's time went: its search index calls (how many, how long at least one was
+ * in flight, the index's own processing time summed, the slowest round trip) and its database
+ * reads. The API sends it as a `Server-Timing` header (W3C Server Timing), so a client, an operator
+ * or a benchmark can tell a slow answer's search time from the API's own (event loop, garbage
+ * collection) without tracing. Calls may overlap: `search` is the time with at least one in flight,
  * not the sum of their round trips.
+ *
+ * Every answer carries the neutral form (`db`, `search`, `total`): it names no component, so it
+ * tells a client nothing of the stack. The detailed form (the index's own time, the slowest call,
+ * the counts) is for operators: the API sends it only to a request carrying the admin token.
  */
+const ms = (n: number) => n.toFixed(1);
+
 export class SearchTiming {
   engineCalls = 0;
   /** Time with at least one Meilisearch call in flight. */
@@ -46,14 +52,20 @@ export class SearchTiming {
     }
   }
 
-  /** The `Server-Timing` value, with `total` the request's time in the API so far. */
+  /** The `Server-Timing` value every answer carries, with `total` the request's time in the API so far. */
   header(totalMs: number): string {
-    const ms = (n: number) => n.toFixed(1);
+    return [`db;dur=${ms(this.dbMs)}`, `search;dur=${ms(this.engineMs)}`, `total;dur=${ms(totalMs)}`].join(
+      ', ',
+    );
+  }
+
+  /** The detailed value, for operators (the admin token): the neutral one plus the index's own account. */
+  detailedHeader(totalMs: number): string {
     return [
-      `engine;dur=${ms(this.engineMs)};desc="${this.engineCalls} Meilisearch calls"`,
-      `engine-self;dur=${ms(this.engineSelfMs)};desc="Meilisearch processingTimeMs, summed"`,
-      `engine-slowest;dur=${ms(this.engineSlowestMs)}`,
-      `db;dur=${ms(this.dbMs)};desc="${this.dbCalls} Postgres reads"`,
+      `db;dur=${ms(this.dbMs)};desc="${this.dbCalls} reads"`,
+      `search;dur=${ms(this.engineMs)};desc="${this.engineCalls} calls"`,
+      `search-self;dur=${ms(this.engineSelfMs)};desc="the index's own processing, summed"`,
+      `search-slowest;dur=${ms(this.engineSlowestMs)}`,
       `total;dur=${ms(totalMs)}`,
     ].join(', ');
   }

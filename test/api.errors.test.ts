@@ -100,7 +100,7 @@ describe('errors', () => {
       expect(await get(viaProxy, orgPath, api.key)).toMatchObject({ status: 503, body: UNAVAILABLE });
       const ready = await viaProxy.inject({ method: 'GET', url: '/readyz' });
       expect(ready.statusCode).toBe(503);
-      expect(ready.json()).toEqual({ code: 503, message: 'Service Unavailable: redis not reachable' });
+      expect(ready.json()).toEqual({ code: 503, message: 'Service Unavailable: queue not reachable' });
       await proxy.start();
       expect(await eventually(async () => (await get(viaProxy, orgPath, api.key)).status === 200)).toBe(true);
     } finally {
@@ -123,7 +123,7 @@ describe('errors', () => {
       expect(await get(viaProxy, orgPath, fresh)).toMatchObject({ status: 503, body: UNAVAILABLE });
       expect((await viaProxy.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({
         code: 503,
-        message: 'Service Unavailable: postgres not reachable',
+        message: 'Service Unavailable: database not reachable',
       });
       await proxy.start();
       expect(await eventually(async () => (await get(viaProxy, orgPath, fresh)).status === 200)).toBe(true);

@@ -5,7 +5,7 @@ const resolveAfter = <T>(ms: number, value: T) =>
   new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
 
 describe('SearchTiming', () => {
-  it('counts overlapping Meilisearch calls once in engine time, and sums their own processing time', async () => {
+  it('counts overlapping search index calls once in engine time, and sums their own processing time', async () => {
     const timing = new SearchTiming();
     const started = performance.now();
     await Promise.all([
@@ -34,17 +34,21 @@ describe('SearchTiming', () => {
     expect(timing.dbCalls).toBe(1);
   });
 
-  it('writes a Server-Timing value that reads back', async () => {
+  it('writes a Server-Timing value that reads back: neutral for everyone, detailed for operators', async () => {
     const timing = new SearchTiming();
     await timing.engine(() => resolveAfter(5, { processingTimeMs: 3 }));
     await timing.db(() => resolveAfter(5, []));
     const header = timing.header(42.25);
-    expect(header).toContain('engine;dur=');
-    expect(header).toContain('desc="1 Meilisearch calls"');
+    expect(header).toMatch(/^db;dur=[\d.]+, search;dur=[\d.]+, total;dur=42\.3$/);
     const parsed = parseServerTiming(header);
-    expect(parsed).toMatchObject({ 'engine-self': 3, total: 42.3 });
-    expect(parsed.engine).toBeGreaterThan(0);
+    expect(parsed.search).toBeGreaterThan(0);
     expect(parsed.db).toBeGreaterThan(0);
+    const detailed = timing.detailedHeader(42.25);
+    expect(detailed).toContain('search;dur=');
+    expect(detailed).toContain('desc="1 calls"');
+    expect(detailed).toContain('desc="1 reads"');
+    expect(parseServerTiming(detailed)).toMatchObject({ 'search-self': 3, total: 42.3 });
+    expect(parseServerTiming(detailed)['search-slowest']).toBeGreaterThan(0);
     expect(parseServerTiming(undefined)).toEqual({});
     expect(parseServerTiming('cache;desc=hit, app;dur=1.5')).toEqual({ app: 1.5 });
   });

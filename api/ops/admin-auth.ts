@@ -27,6 +27,12 @@ function presentedToken(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
+/** Whether the request carries the admin token (`token`, the configured ADMIN_TOKEN). */
+export function carriesAdminToken(request: FastifyRequest, token: string): boolean {
+  const given = presentedToken(request);
+  return given !== undefined && sameToken(given, token);
+}
+
 /**
  * onRequest guard for /admin/* and /metrics (docs/decisions.md, Configuration). With no ADMIN_TOKEN the
  * ops plugin registers no routes at all, so they answer the API's ordinary 404. Here: a missing or
@@ -34,8 +40,7 @@ function presentedToken(request: FastifyRequest): string | undefined {
  */
 export function adminGuard(token: string) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    const given = presentedToken(request);
-    if (given !== undefined && sameToken(given, token)) return;
+    if (carriesAdminToken(request, token)) return;
     return reply
       .code(401)
       .header('www-authenticate', 'Basic realm="bizdir admin", charset="UTF-8"')

@@ -19,14 +19,15 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
     {
       schema: {
         tags: ['health'],
-        summary: 'Postgres and Redis answer',
+        summary: 'The database and the queue answer',
         response: { 200: Status, 503: ErrorSchema },
       },
     },
     async (request, reply) => {
       const checks = await Promise.allSettled([pingDatabase(app.db), app.redis.ping()]);
+      // Named to clients as what they are for, not by product (the log names the product).
       const down = checks.flatMap((c, i) =>
-        c.status === 'rejected' ? [i === 0 ? 'postgres' : 'redis'] : [],
+        c.status === 'rejected' ? [i === 0 ? 'database' : 'queue'] : [],
       );
       if (down.length === 0) return { status: 'ok' };
       // Probed every few seconds: the outage itself is logged once, with its end, by its tracker.
