@@ -14,13 +14,13 @@ import { pendingChanges } from '../search/index-sync.repository.js';
 import { createMeiliClient, succeeded } from '../search/meili-client.js';
 import { type OrgRowForIndex, toOrgDocument } from '../search/org-document.js';
 import { syncOutbox } from '../search/org-sync.js';
-import { reindex } from '../search/reindex.js';
 import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
 import { uidOf } from '../shared/org-domains.js';
 import { get, newAccount, SUFFIX } from './support/api.js';
+import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
@@ -31,7 +31,8 @@ import { testQueuePrefix } from './support/redis.js';
  * The upgrade rule (docs/search.md, "Upgrades"): a release serves its own index format only. An
  * index of an older one is recognised; nothing is searched or written in it, searches answer 503
  * telling the operator to run `bizdir reindex`, the worker and the API say so once in their logs,
- * and `bizdir reindex` builds this format beside it and swaps it in.
+ * `bizdir reindex --verify` says so too, and `bizdir reindex` builds this format beside it and swaps
+ * it in.
  */
 let db: TestDb;
 let meili: Meilisearch;
@@ -198,7 +199,15 @@ describe('an index of the format before this one', () => {
   });
 
   it('`bizdir reindex` builds this format beside it and swaps it in: the next search answers, the waiting change follows', async () => {
-    await reindex({ db: db.db, meili, indexUid: oldUid });
+    const env = { DATABASE_URL: db.url, ...meiliEnv(oldUid) };
+    const verify = await runCli(['reindex', '--verify'], env);
+    expect(verify.code).toBe(1);
+    expect(verify.stderr).toContain(`search index ${oldUid} is of an older format`);
+    expect(verify.stderr).toContain('run `bizdir reindex`');
+    const rebuilt = await runCli(['reindex', '--wait'], env);
+    expect(rebuilt.code).toBe(0);
+    expect(rebuilt.stdout).toContain(`${oldUid} is of an older format: the new index replaces it`);
+    expect(rebuilt.stdout).toMatch(/search index rebuilt: 3 Orgs/);
     expect(await indexState(meili, oldUid)).toBe('current');
     const after = await meili.index(oldUid).getDocument(orgs[0]!.id);
     for (const key of ['n1', 'd1', 'ua', 'ud']) expect(after).toHaveProperty(key);
@@ -210,7 +219,8 @@ describe('an index of the format before this one', () => {
     await syncOutbox({ db: db.db, meili, indexUid: oldUid });
     expect(await pendingChanges(db.db)).toBe(0);
     expect(driftCount(await verifyIndex(db.db, meili, oldUid))).toBe(0);
-  });
+    // Two `bizdir` processes, each starting Node and tsx: slow on a busy machine, not a hang.
+  }, 120_000);
 });
 
 describe('the first index format (every name suffix as a filter value)', () => {
