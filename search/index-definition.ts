@@ -23,7 +23,7 @@ export const ORG_INDEX_PRIMARY_KEY = 'id';
 /**
  * Bumped when the document shape or the sort keys change. This release serves only its own format:
  * an index of an older one is recognised (isCurrentFormat) and answers 503 until `bizdir reindex`
- * has built this format beside it and swapped it in (docs/search.md, "Upgrades").
+ * has built this format beside it and swapped it in (docs/search.md, "Index format and upgrades").
  */
 export const ORG_INDEX_FORMAT = 7;
 

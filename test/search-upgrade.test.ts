@@ -28,11 +28,11 @@ import { insertOrgs, renameOrg, type TestOrg } from './support/orgs.js';
 import { testQueuePrefix } from './support/redis.js';
 
 /**
- * The upgrade rule (docs/search.md, "Upgrades"): a release serves its own index format only. An
- * index of an older one is recognised; nothing is searched or written in it, searches answer 503
- * telling the operator to run `bizdir reindex`, the worker and the API say so once in their logs,
- * `bizdir reindex --verify` says so too, and `bizdir reindex` builds this format beside it and swaps
- * it in.
+ * The upgrade rule (docs/search.md, "Index format and upgrades"): this release serves its own index
+ * format only. An index of an older one is recognised; nothing is searched or written in it,
+ * searches answer 503 telling the operator to run `bizdir reindex`, the worker and the API say so
+ * once in their logs, `bizdir reindex --verify` says so too, and `bizdir reindex` builds this
+ * format beside it and swaps it in.
  */
 let db: TestDb;
 let meili: Meilisearch;
