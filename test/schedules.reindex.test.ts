@@ -13,7 +13,8 @@ import { reindexJobId, runScheduleProcessor } from '../jobs/schedules/run-schedu
 import { upsertSchedule } from '../jobs/schedules/schedule.repository.js';
 import type { RunScheduleOutcome } from '../jobs/schedules/scheduler.js';
 import { createWorkerDeps, type RunningWorkers, startWorkers } from '../jobs/worker.js';
-import { ensureOrgIndex, succeeded } from '../search/meili-client.js';
+import { ensureOrgIndex } from '../search/index-definition.js';
+import { succeeded } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';

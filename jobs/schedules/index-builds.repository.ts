@@ -3,7 +3,7 @@ import type { Db } from '../../shared/db.js';
 
 /**
  * The only writer of index_build_sizes (the search index's size right after each build), and a read
- * of search_reindex (search/reindex.ts writes it): the builds registered now.
+ * of search_reindex (search/index-sync.repository.ts writes it): the builds registered now.
  */
 
 export async function recordBuildSize(
