@@ -416,3 +416,32 @@ export interface Database {
   schedule_reindex_runs: ScheduleReindexRunsTable;
   index_build_sizes: IndexBuildSizesTable;
 }
+
+/**
+ * Migration 0025_events: the change feed, written only by triggers (records created, version bumps,
+ * Orgs leaving the register, Locations closing; import runs starting and settling) and deleted only
+ * by retention (jobs/events). `data` is the stored form the read model renders (api/events).
+ * xid8 comes back from pg as its decimal text.
+ */
+export interface EventsTable {
+  xid: Generated<string>;
+  seq: GeneratedAlways<number>;
+  type: string;
+  created: Timestamp;
+  org_id: number | null;
+  run_id: number | null;
+  data: Json<Record<string, unknown>>;
+}
+
+/** Where retention got to: the last event it deleted, in feed order (one row). */
+export interface EventsRetentionTable {
+  only_row: Generated<boolean>;
+  deleted_xid: Generated<string>;
+  deleted_seq: Generated<number>;
+  pruned_at: Timestamp | null;
+}
+
+export interface Database {
+  events: EventsTable;
+  events_retention: EventsRetentionTable;
+}
