@@ -59,9 +59,10 @@ interface Row extends EventRow {
 
 /**
  * A page of the feed after `after` (a cursor; null: from the oldest event kept), in feed order
- * (xid, seq). Only events of transactions below the oldest one still running are visible
- * (pg_snapshot_xmin): those transactions have all ended, so no event can later appear before one
- * this read served, and a reader that pages on from `next_cursor` never skips or repeats one.
+ * (xid, seq). Only events below the horizon are visible (bizdir_events_horizon, migration 0025:
+ * every transaction of this database below it has ended), so no event can later appear before one
+ * this read served, and a reader that pages on from `next_cursor` never skips or repeats one. A long
+ * writing transaction in this database holds the feed back until it ends; it never reorders it.
  *
  * One statement, so one snapshot: the retention mark and the events are read together (a cursor
  * before the last event retention deleted is 410, ExpiredCursorError; one at or after it lost
@@ -90,24 +91,27 @@ export async function readEvents(
     from events_retention
     union all
     (select 'e', p.xid::text, p.seq, e.type, e.created, e.org_id, e.data, p.hit, p.last_row, p.rn from (
-      select s.xid, s.seq,
-        (${types}::text[] is null or s.type = any(${types}::text[]))
-          and (${orgIds}::bigint[] is null or s.org_id = any(${orgIds}::bigint[])) as hit,
-        lead(s.seq) over w is null as last_row,
-        row_number() over w as rn
-      from (
-        select xid, seq, type, org_id from events
-        where xid < pg_snapshot_xmin(pg_current_snapshot())
-          and (xid, seq) > (${from.xid}::xid8, ${from.seq}::bigint)
-        order by xid, seq
-        limit ${scan}
-      ) s
-      window w as (order by s.xid, s.seq)
+      select w.* from (
+        select s.xid, s.seq,
+          (${types}::text[] is null or s.type = any(${types}::text[]))
+            and (${orgIds}::bigint[] is null or s.org_id = any(${orgIds}::bigint[])) as hit,
+          lead(s.seq) over w is null as last_row,
+          row_number() over w as rn
+        from (
+          select xid, seq, type, org_id from events
+          where xid < bizdir_events_horizon()
+            and (xid, seq) > (${from.xid}::xid8, ${from.seq}::bigint)
+          order by xid, seq
+          limit ${scan}
+        ) s
+        window w as (order by s.xid, s.seq)
+      ) w
+      where w.hit or w.last_row
+      limit ${limit + 1}
     ) p
     cross join lateral (select type, created, org_id, data from events e
       where e.xid = p.xid and e.seq = p.seq) e
-    where p.hit or p.last_row
-    limit ${limit + 1})`.execute(db);
+    order by p.xid, p.seq)`.execute(db);
 
   const floor = rows.find((r) => r.kind === 'f');
   if (after !== null && floor && comparePositions(from, floor) < 0) throw new ExpiredCursorError();
@@ -139,7 +143,7 @@ export async function readEvents(
 export async function latestVisible(db: Db): Promise<FeedPosition | null> {
   const { rows } = await sql<FeedPosition>`
     select xid::text as xid, seq from events
-    where xid < pg_snapshot_xmin(pg_current_snapshot())
+    where xid < bizdir_events_horizon()
     order by xid desc, seq desc limit 1`.execute(db);
   return rows[0] ?? null;
 }

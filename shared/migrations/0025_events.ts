@@ -16,8 +16,8 @@ import { type Kysely, sql } from 'kysely';
  * (configuration, not data) nor a computed uid (bizdir_uid is a plpgsql call per row; the read model
  * computes it from the id in JavaScript).
  *
- * Feed order is (xid, seq): a reader sees only events of transactions below the oldest one still
- * running (pg_snapshot_xmin), all of which have ended, so no event can later appear before one
+ * Feed order is (xid, seq): a reader sees only events below the horizon (bizdir_events_horizon):
+ * every transaction of this database below it has ended, so no event can later appear before one
  * already served. Every trigger is named `events_*`, so a benchmark can switch them off in its own
  * database to measure what they cost.
  */
@@ -93,6 +93,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       data jsonb not null,
       primary key (xid, seq)
     )`.execute(db);
+  // The feed's horizon: the oldest transaction of the reader's snapshot that may still write events
+  // of this database. pg_snapshot_xmin alone would be the oldest running transaction of the whole
+  // server, so a long transaction in another database (another application, a test) would hold the
+  // feed back. A transaction in the snapshot's in-progress list is passed over only when
+  // pg_stat_activity, read after the snapshot, shows it running in another database: a transaction
+  // belongs to one database for its whole life, so it can never write here. One that ended in
+  // between is not shown, and holds the horizon (its events, if any, are not in the snapshot) until
+  // the next read. Capped at the reader's own transaction, if it has an id, so a reader never serves
+  // events it has not committed. STABLE: the caller's statement snapshot, the one its scan reads.
+  await sql`
+    create function bizdir_events_horizon() returns xid8 language sql stable as $$
+      select least(pg_snapshot_xmax(s), pg_current_xact_id_if_assigned(), (
+        select min(x) from pg_snapshot_xip(s) x
+        where x::xid not in (select backend_xid from pg_stat_activity
+          where datname is distinct from current_database() and backend_xid is not null)))
+      from pg_current_snapshot() s
+    $$`.execute(db);
+
   // import.completed names the first and last event of its run: two probes of this index.
   await sql`create index events_run on events (run_id, xid, seq) where run_id is not null`.execute(db);
 
@@ -327,6 +345,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     await sql`drop function if exists ${sql.id(fn)}()`.execute(db);
   }
   await sql`drop function if exists bizdir_events_claim_run(bigint)`.execute(db);
+  await sql`drop function if exists bizdir_events_horizon()`.execute(db);
   await sql`drop index if exists locations_address_id`.execute(db);
   await sql`drop index if exists orgs_registered_address_id`.execute(db);
   await sql`drop table if exists events_retention`.execute(db);
