@@ -4,6 +4,7 @@ import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
 import { type JobData, type JobName, QUEUE_NAMES, QUEUES, type QueueName } from '../shared/queues.js';
+import { pruneEventsProcessor } from './events/prune-events.processor.js';
 import { importFeedProcessor } from './import-feed.processor.js';
 import { importPartProcessor } from './import-part.processor.js';
 import { indexOrgsProcessor } from './index-orgs.processor.js';
@@ -46,6 +47,7 @@ export const PROCESSORS: Registry = {
     'run-schedule': runScheduleProcessor,
   },
   index: { 'index-orgs': indexOrgsProcessor },
+  events: { 'prune-events': pruneEventsProcessor },
 };
 
 export class MissingProcessorError extends Error {

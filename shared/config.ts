@@ -74,6 +74,12 @@ const Env = Type.Object({
    * itself 1.5-1.8 times as long (docs/search.md): it is for Meilisearch on cores of its own.
    */
   SEARCH_REBUILD_DURING_IMPORT: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  /**
+   * Days the change feed keeps an event (docs/events.md); older ones are deleted by the workers'
+   * hourly `prune-events` job, and a cursor older than what is kept answers 410. Longer than a
+   * monthly import cycle by default, so a consumer that reads once a month misses nothing.
+   */
+  EVENTS_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650 }),
 });
 
 const DEFAULTS = {
@@ -91,6 +97,7 @@ const DEFAULTS = {
   MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'true',
   SEARCH_REBUILD_BACKLOG: '50000',
   SEARCH_REBUILD_DURING_IMPORT: 'off',
+  EVENTS_RETENTION_DAYS: '45',
 } as const;
 
 const MESSAGES: Record<string, string> = {
@@ -114,12 +121,18 @@ const MESSAGES: Record<string, string> = {
   MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'must be true or false',
   SEARCH_REBUILD_BACKLOG: 'must be a whole number of Orgs (0: never rebuild, always sync)',
   SEARCH_REBUILD_DURING_IMPORT: 'must be on or off',
+  EVENTS_RETENTION_DAYS: 'must be a whole number of days from 1 to 3650',
 };
 
 type EnvValues = Static<typeof Env>;
 
 /** Variables read as whole numbers (anything else fails validation with the variable's message). */
-const NUMERIC = new Set(['PORT', 'SEARCH_REBUILD_BACKLOG', 'MEILI_MAX_INDEXING_THREADS']);
+const NUMERIC = new Set([
+  'PORT',
+  'SEARCH_REBUILD_BACKLOG',
+  'MEILI_MAX_INDEXING_THREADS',
+  'EVENTS_RETENTION_DAYS',
+]);
 
 export interface Config {
   readonly databaseUrl: string | undefined;
@@ -149,6 +162,8 @@ export interface Config {
   readonly searchRebuildBacklog: number;
   /** SEARCH_REBUILD_DURING_IMPORT=on. */
   readonly searchRebuildDuringImport: boolean;
+  /** EVENTS_RETENTION_DAYS: how long the change feed keeps an event. */
+  readonly eventsRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -205,6 +220,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     meiliDbPath: v.MEILI_DB_PATH,
     searchRebuildBacklog: v.SEARCH_REBUILD_BACKLOG,
     searchRebuildDuringImport: v.SEARCH_REBUILD_DURING_IMPORT === 'on',
+    eventsRetentionDays: v.EVENTS_RETENTION_DAYS,
   });
 }
 

@@ -8,6 +8,8 @@ export const QUEUES = {
   // import-part: one source of a run of several (a child of the run's import-feed job).
   import: ['import-feed', 'import-part', 'run-schedule'],
   index: ['index-orgs'],
+  // prune-events: the change feed's retention, every hour (jobs/events).
+  events: ['prune-events'],
 } as const;
 
 export type QueueName = keyof typeof QUEUES;
@@ -34,6 +36,8 @@ export interface JobPayloads {
     rebuild?: boolean;
     scheduleRun?: number;
   };
+  /** Deletes the change feed's events older than EVENTS_RETENTION_DAYS; Postgres says which. */
+  'prune-events': Record<string, never>;
 }
 
 export type JobData<N extends JobName> = JobPayloads[N];

@@ -17,8 +17,10 @@ describe('configuration', () => {
       searchRebuildBacklog: 50_000,
       searchRebuildDuringImport: false,
       meiliReduceIndexingMemory: true,
+      eventsRetentionDays: 45,
     });
     expect(Object.isFrozen(c)).toBe(true);
+    expect(loadConfig({ EVENTS_RETENTION_DAYS: '90' }).eventsRetentionDays).toBe(90);
     expect(loadConfig({ SEARCH_REBUILD_DURING_IMPORT: 'on' }).searchRebuildDuringImport).toBe(true);
     expect(loadConfig({ MEILI_MAX_INDEXING_MEMORY: '512MiB' }).meiliMaxIndexingMemory).toBe('512MiB');
     expect(loadConfig({ MEILI_MAX_INDEXING_THREADS: '2' }).meiliMaxIndexingThreads).toBe(2);
@@ -67,6 +69,11 @@ describe('configuration', () => {
     ['MEILI_MAX_INDEXING_THREADS', '-2'],
     ['SEARCH_REBUILD_DURING_IMPORT', 'yes'],
     ['MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE', 'yes'],
+    ['EVENTS_RETENTION_DAYS', '0'],
+    ['EVENTS_RETENTION_DAYS', '45d'],
+    ['EVENTS_RETENTION_DAYS', '4.5'],
+    ['EVENTS_RETENTION_DAYS', '-1'],
+    ['EVENTS_RETENTION_DAYS', '99999'],
   ])('refuses %s=%s with one message naming it', (variable, value) => {
     let caught: unknown;
     try {
