@@ -10,6 +10,7 @@ import type { Logger } from '../shared/logger.js';
 import { contactRoutes } from './contacts/contact.routes.js';
 import { creditsPlugin } from './credits/credits.plugin.js';
 import { usageRoutes } from './credits/usage.routes.js';
+import { eventRoutes } from './events/events.routes.js';
 import { MAX_PATH_PARAM_LENGTH } from './http/error-mapping.js';
 import {
   answerUnmetExpectation,
@@ -41,6 +42,7 @@ const ROUTE_PLUGINS: readonly FastifyPluginAsync[] = [
   locationRoutes,
   contactRoutes,
   usageRoutes,
+  eventRoutes,
 ];
 
 export interface AppDeps {

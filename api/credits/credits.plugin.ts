@@ -30,6 +30,12 @@ declare module 'fastify' {
      * up front, only once it is known to answer 200.
      */
     conditional?: boolean;
+    /**
+     * Some of its 200s cost nothing (an empty page of GET /v1/events): no credit is held while the
+     * request runs; the handler ends a 200 that costs a credit with settleCredit() (which takes it,
+     * 402 if the period is spent) and a free one with settleFree().
+     */
+    mayBeFree?: boolean;
   }
   interface FastifyReply {
     /** Sets RateLimit-Limit, -Remaining, -Reset (and Retry-After on a 429) from a window. */
@@ -50,6 +56,11 @@ declare module 'fastify' {
      * once the answer is known to be a 200: any error after it would still cost the credit.
      */
     settleCredit(): Promise<RequestMeta>;
+    /**
+     * A 200 that costs nothing, on a route with `mayBeFree`: waits for the key and rate-limit checks
+     * and returns the `request` object with credit_used_this_request 0 (the ledger's count as it stands).
+     */
+    settleFree(): Promise<RequestMeta>;
     /** Waits until the credit is held (402/403 otherwise): call it before a handler writes anything. */
     creditReserved(): Promise<void>;
     /**
@@ -112,6 +123,11 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       if (!this.reservation) throw new Error('settleCredit called on a route that is not metered');
       return requestMeta(this.id, await app.credits.settle(await this.reservation), 1);
     });
+    app.decorateRequest('settleFree', async function settleFree(this: FastifyRequest) {
+      if (!this.reservation || !this.routeOptions.config.mayBeFree)
+        throw new Error('settleFree called on a route that is not metered with mayBeFree');
+      return requestMeta(this.id, await app.credits.current(await this.reservation), 0);
+    });
     app.decorateRequest('rateLimit', null);
     app.decorateReply('rateLimitHeaders', function rateLimitHeaders(this, state: RateLimitState | null) {
       if (!state) return this;
@@ -139,7 +155,7 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
       request.principal = principal;
       if (!config.metered) return;
       const mayBe304 = config.conditional === true && request.headers['if-none-match'] !== undefined;
-      const task = app.credits.reserve(principal, !mayBe304).then(
+      const task = app.credits.reserve(principal, !mayBe304 && config.mayBeFree !== true).then(
         (reservation) => {
           request.rateLimit = reservation.rateLimit;
           return reservation;

@@ -155,6 +155,12 @@ export class CreditsService {
     return { period, used, principal, rateLimit };
   }
 
+  /** The usage of a reservation's period as the ledger has it, using nothing (a free 200). */
+  async current(reservation: Reservation): Promise<Usage> {
+    const { principal, period } = reservation;
+    return { period, used: await usedInPeriod(this.db, principal.subscriptionId, period.start), principal };
+  }
+
   /** Commits the reserved credit to the ledger; 402 when the ledger says the period is spent. */
   async settle(reservation: Reservation): Promise<Usage> {
     await this.hold(reservation);
