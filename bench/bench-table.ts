@@ -234,12 +234,51 @@ export function parseRegister(out: string): BenchRow[] {
   ]);
 }
 
+/**
+ * `npm run bench:events`: its final JSON object. Pages of 1,000 at random cursors (target p99 <= 25
+ * ms), and the month-later `--full` import and an unchanged re-import with the event triggers on
+ * against off (targets <= 1.10 x, and nothing measurable: within 5 %).
+ */
+export function parseEvents(out: string): BenchRow[] {
+  const json = lastJsonObject(out) as { eventsBench?: Record<string, number> } | undefined;
+  const f = json?.eventsBench ?? {};
+  const v = (k: string) => num(f[k] === undefined ? undefined : String(f[k]));
+  const page = (figure: string, key: string, target = true): BenchRow => ({
+    bench: 'events',
+    figure,
+    value: v(key),
+    unit: 'ms',
+    target: target ? '<= 25 ms' : '-',
+    ...(target ? { met: v(key) <= 25 } : {}),
+  });
+  const cost = (figure: string, on: string, off: string, limit: number, target: string): BenchRow => ({
+    bench: 'events',
+    figure,
+    value: v(on),
+    unit: 's',
+    baseline: v(off),
+    ratio: v(on) / v(off),
+    target,
+    met: v(on) / v(off) <= limit,
+  });
+  return ok([
+    page('page of 1,000 p99, read model', 'readP99Ms'),
+    page('page of 1,000 p99, read model, types=org.*', 'readTypeP99Ms'),
+    page('page p99, read model, types=location.closed', 'readRareP99Ms', false),
+    page('GET /v1/events p99 (1,000)', 'apiP99Ms'),
+    page('GET /v1/events?types=org.* p99 (1,000)', 'apiTypeP99Ms'),
+    cost('month-later --full import, events on', 'monthOnS', 'monthOffS', 1.1, '<= 1.10 x events off'),
+    cost('unchanged re-import, events on', 'unchangedOnS', 'unchangedOffS', 1.05, '<= 1.05 x events off'),
+  ]);
+}
+
 export const PARSERS: Record<string, (out: string) => BenchRow[]> = {
   import: parseImport,
   api: parseApi,
   locations: parseLocations,
   'locations-cpu': parseLocationsCpu,
   register: parseRegister,
+  events: parseEvents,
 };
 
 const fmt = (n: number | undefined, digits = 2) =>

@@ -21,6 +21,7 @@ const QUICK: Record<string, { args: string[]; env: Record<string, string> }> = {
   register: { args: ['--orgs', '50000', '--queries', '200'], env: {} },
   locations: { args: [], env: { BENCH_ROWS: '20000', BENCH_ORGS: '1000' } },
   'locations-cpu': { args: [], env: { BENCH_ROWS: '20000', BENCH_REPS: '1' } },
+  events: { args: ['--events', '100000', '--orgs', '50000', '--reads', '200', '--rounds', '1'], env: {} },
 };
 
 function benchScripts(): string[] {

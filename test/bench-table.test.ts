@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type BenchRow,
   parseApi,
+  parseEvents,
   parseImport,
   parseLocations,
   parseLocationsCpu,
@@ -50,6 +51,8 @@ beforeAll(async () => {
     BENCH_ORGS: '50',
     BENCH_REPS: '1',
   });
+  // The reads only: the import half builds dist/ and imports a register four times.
+  out.events = await runBench('events.bench.ts', ['--events', '3000', '--reads', '20', '--skip-imports']);
 }, 300_000);
 
 const shape = (rows: BenchRow[]) => rows.map((r) => r.figure);
@@ -146,6 +149,41 @@ describe('bench table', () => {
     expect(row?.met).toBe(true);
     expect(row?.ratio).toBeCloseTo(25 / 300, 9);
     expect(parseRegister('no figures at all')).toEqual([]);
+  });
+
+  it("reads the events benchmark's final JSON object", () => {
+    const figures = {
+      readP99Ms: 12,
+      readTypeP99Ms: 30,
+      readRareP99Ms: 40,
+      apiP99Ms: 20,
+      apiTypeP99Ms: 24,
+      monthOffS: 100,
+      monthOnS: 108,
+      unchangedOffS: 20,
+      unchangedOnS: 22,
+    };
+    const rows = parseEvents(`(a) ...\n${JSON.stringify({ eventsBench: figures }, null, 2)}\n`);
+    expect(rows.map((r) => [r.figure, r.value, r.met])).toEqual([
+      ['page of 1,000 p99, read model', 12, true],
+      ['page of 1,000 p99, read model, types=org.*', 30, false],
+      ['page p99, read model, types=location.closed', 40, undefined],
+      ['GET /v1/events p99 (1,000)', 20, true],
+      ['GET /v1/events?types=org.* p99 (1,000)', 24, true],
+      ['month-later --full import, events on', 108, true],
+      ['unchanged re-import, events on', 22, false],
+    ]);
+    expect(rows[5]?.ratio).toBeCloseTo(1.08, 9);
+    // What the script prints with --skip-imports: the read rows, the import rows left out.
+    const reads = parseEvents(out.events ?? '');
+    expect(shape(reads)).toEqual([
+      'page of 1,000 p99, read model',
+      'page of 1,000 p99, read model, types=org.*',
+      'page p99, read model, types=location.closed',
+      'GET /v1/events p99 (1,000)',
+      'GET /v1/events?types=org.* p99 (1,000)',
+    ]);
+    expectMeasured(reads);
   });
 
   it('leaves out what a benchmark did not print and renders one table', () => {

@@ -84,7 +84,9 @@ export async function readEvents(
   const orgIds = filter.orgIds ? [...filter.orgIds] : null;
   const filtered = types !== null || orgIds !== null;
   const scan = filtered ? Math.max(limit + 1, options.scanLimit ?? DEFAULT_SCAN_LIMIT) : limit + 1;
-  // The scan carries only what the filter reads; the page's events are then read by primary key.
+  // The scan carries only what the filter reads; the page's events are then read from where the scan
+  // found them (by ctid: one heap page each, no index descent; the statement's snapshot keeps the
+  // versions it saw where they are).
   const { rows } = await sql<Row>`
     select 'f' as kind, deleted_xid::text as xid, deleted_seq as seq, null as type, null as created,
       null as org_id, null as data, false as hit, false as last_row, 0 as rn
@@ -92,13 +94,13 @@ export async function readEvents(
     union all
     (select 'e', p.xid::text, p.seq, e.type, e.created, e.org_id, e.data, p.hit, p.last_row, p.rn from (
       select w.* from (
-        select s.xid, s.seq,
+        select s.ctid, s.xid, s.seq,
           (${types}::text[] is null or s.type = any(${types}::text[]))
             and (${orgIds}::bigint[] is null or s.org_id = any(${orgIds}::bigint[])) as hit,
           lead(s.seq) over w is null as last_row,
           row_number() over w as rn
         from (
-          select xid, seq, type, org_id from events
+          select ctid, xid, seq, type, org_id from events
           where xid < bizdir_events_horizon()
             and (xid, seq) > (${from.xid}::xid8, ${from.seq}::bigint)
           order by xid, seq
@@ -109,8 +111,7 @@ export async function readEvents(
       where w.hit or w.last_row
       limit ${limit + 1}
     ) p
-    cross join lateral (select type, created, org_id, data from events e
-      where e.xid = p.xid and e.seq = p.seq) e
+    cross join lateral (select type, created, org_id, data from events e where e.ctid = p.ctid) e
     order by p.xid, p.seq)`.execute(db);
 
   const floor = rows.find((r) => r.kind === 'f');

@@ -96,8 +96,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // The feed's horizon: the oldest transaction of the reader's snapshot that may still write events
   // of this database. pg_snapshot_xmin alone would be the oldest running transaction of the whole
   // server, so a long transaction in another database (another application, a test) would hold the
-  // feed back. A transaction in the snapshot's in-progress list is passed over only when
-  // pg_stat_activity, read after the snapshot, shows it running in another database: a transaction
+  // feed back. A transaction in the snapshot's in-progress list is passed over only when the backend
+  // activity (pg_stat_activity's function, without the view's joins), read after the snapshot, shows
+  // it running in another database: a transaction
   // belongs to one database for its whole life, so it can never write here. One that ended in
   // between is not shown, and holds the horizon (its events, if any, are not in the snapshot) until
   // the next read. Capped at the reader's own transaction, if it has an id, so a reader never serves
@@ -106,8 +107,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     create function bizdir_events_horizon() returns xid8 language sql stable as $$
       select least(pg_snapshot_xmax(s), pg_current_xact_id_if_assigned(), (
         select min(x) from pg_snapshot_xip(s) x
-        where x::xid not in (select backend_xid from pg_stat_activity
-          where datname is distinct from current_database() and backend_xid is not null)))
+        where x::xid not in (select a.backend_xid from pg_stat_get_activity(null) a
+          where a.datid is distinct from (select oid from pg_database where datname = current_database())
+            and a.backend_xid is not null)))
       from pg_current_snapshot() s
     $$`.execute(db);
 
