@@ -4,8 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { comparePositions, decodeCursor } from '../api/events/event-cursor.js';
 import { ExpiredCursorError, type FeedEvent, readEvents } from '../api/events/events.read-model.js';
 import { deleteOldestEvents, pruneEvents } from '../jobs/events/events-retention.repository.js';
+import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
+import { loadConfig } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
+import { createRedis } from '../shared/redis.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { TEST_PG_ADMIN_URL } from './support/env.js';
+import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from './support/env.js';
+import { testQueuePrefix } from './support/redis.js';
 import { rng as seeded } from './support/rng.js';
 
 /**
@@ -261,4 +266,44 @@ describe('retention', () => {
       await writer.end();
     }
   });
+});
+
+describe('the prune-events job', () => {
+  it('a worker of the events queue schedules it and deletes events older than EVENTS_RETENTION_DAYS', async () => {
+    const writer = await connect();
+    const queue = testQueuePrefix();
+    const connection = createRedis(TEST_REDIS_URL, 'worker');
+    try {
+      await writer.query('delete from events');
+      await writer.query(`insert into events (type, data, created) values
+        ('import.started', '{"label": "ten days old"}', now() - interval '10 days'),
+        ('import.started', '{"label": "three days old"}', now() - interval '3 days')`);
+      const config = loadConfig({
+        DATABASE_URL: t.url,
+        REDIS_URL: TEST_REDIS_URL,
+        QUEUE_PREFIX: queue.prefix,
+        LOG_LEVEL: 'silent',
+        EVENTS_RETENTION_DAYS: '7',
+      });
+      const workers = startWorkers(createWorkerDeps(config, t.db, connection, createLogger(config)), {
+        queues: ['events'],
+      });
+      try {
+        const deadline = Date.now() + 20_000;
+        let labels: unknown[] = [];
+        while (Date.now() < deadline) {
+          labels = (await read(null, 10)).events.map((e) => e.data.label);
+          if (labels.length === 1) break;
+          await sleep(100);
+        }
+        expect(labels).toEqual(['three days old']);
+      } finally {
+        await workers.close();
+      }
+    } finally {
+      connection.disconnect();
+      await queue.cleanup();
+      await writer.end();
+    }
+  }, 60_000);
 });
