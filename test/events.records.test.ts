@@ -289,6 +289,27 @@ describe('events of the location feed', () => {
     await expectUnbrokenVersions(t.db);
   });
 
+  it('a Location moved from a by-name Org to the registered one: one location.updated naming its new Org', async () => {
+    const header = 'Store code,Business name,Address line 1,Locality,Country / Region';
+    await importFeed(
+      t.db,
+      'locations',
+      tempFile('byname.csv', `${header}\r\nMV-1,Alpha Kiosk,9 Pier,Hull,GB\r\n`),
+    );
+    const mark = await lastEventId(t.db);
+    await importFeed(
+      t.db,
+      'locations',
+      tempFile('named.csv', `${header},Company number\r\nMV-1,Alpha Kiosk,9 Pier,Hull,GB,${A}\r\n`),
+    );
+    const events = await recordEvents(t.db, mark);
+    expect(events.map((e) => [e.type, e.data.version_number, e.data.org_domain])).toEqual([
+      ['location.updated', 2, alpha],
+    ]);
+    expect(events[0]!.data.changed).toEqual(expect.arrayContaining(['org_domain']));
+    await expectUnbrokenVersions(t.db);
+  });
+
   it('every import run is bracketed, and each bracket pair names the run', async () => {
     const events = await feedEvents(t.db, { types: ['import.*'] });
     const { rows } = await sql<{ id: number }>`select id from import_runs order by id`.execute(t.db);
