@@ -136,10 +136,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // Orgs. A new Org's registered address is created with it (registrar.loader.ts insertOrgs, one
   // statement), so its address.created comes from here: the Address alone does not know its owner
   // yet when a Location's address is inserted before the Location. Lateral `limit 1` lookups keep
-  // each one an index probe whatever the planner thinks of the transition table.
+  // each one an index probe whatever the planner thinks of the transition table. Each trigger's
+  // statement is an EXECUTE, planned for the statement at hand (migration 0021: a static query keeps
+  // the plan of its session's first call, a one-row plan reused for a 5,000-row chunk).
   await sql`
     create function bizdir_events_orgs_inserted() returns trigger language plpgsql as $$
     begin
+      execute $q$
       insert into events (type, org_id, run_id, data)
       select e.type, e.org_id, e.run_id, e.data from (
         select n.id as k, 0 as part, 'org.created' as type, n.id as org_id, n.last_run_id as run_id,
@@ -151,7 +154,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         from new_rows n
         cross join lateral (select id, domain_cc, version_number from addresses
           where id = n.registered_address_id limit 1) a
-      ) e order by e.k, e.part;
+      ) e order by e.k, e.part $q$;
       return null;
     end $$`.execute(db);
   // An update is an event only when it moved version_number (an unchanged re-import, a refreshed
@@ -159,6 +162,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     create function bizdir_events_orgs_updated() returns trigger language plpgsql as $$
     begin
+      execute $q$
       insert into events (type, org_id, run_id, data)
       select e.type, e.org_id, e.run_id, e.data from (
         select n.id as k, 0 as part,
@@ -178,7 +182,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         cross join lateral (select id, domain_cc, version_number from addresses
           where id = n.registered_address_id limit 1) a
         where n.registered_address_id is distinct from o.registered_address_id
-      ) e order by e.k, e.part;
+      ) e order by e.k, e.part $q$;
       return null;
     end $$`.execute(db);
 
@@ -194,6 +198,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     create function bizdir_events_locations_inserted() returns trigger language plpgsql as $$
     begin
+      execute $q$
       insert into events (type, org_id, run_id, data)
       select e.type, e.org_id, e.run_id, e.data from (
         select n.id as k, 0 as part, 'location.created' as type, n.org_id, n.last_run_id as run_id,
@@ -209,13 +214,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         cross join lateral (select id, domain_cc, version_number from addresses
           where id = n.address_id limit 1) a
         left join lateral (select domain_cc from orgs where id = n.org_id limit 1) og on true
-      ) e order by e.k, e.part;
+      ) e order by e.k, e.part $q$;
       perform bizdir_events_claim_run((select max(last_run_id) from new_rows));
       return null;
     end $$`.execute(db);
   await sql`
     create function bizdir_events_locations_updated() returns trigger language plpgsql as $$
     begin
+      execute $q$
       insert into events (type, org_id, run_id, data)
       select e.type, e.org_id, e.run_id, e.data from (
         select n.id as k, 0 as part,
@@ -237,7 +243,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           where id = n.address_id limit 1) a
         left join lateral (select domain_cc from orgs where id = n.org_id limit 1) og on true
         where n.address_id is distinct from o.address_id
-      ) e order by e.k, e.part;
+      ) e order by e.k, e.part $q$;
       perform bizdir_events_claim_run((select max(last_run_id) from new_rows));
       return null;
     end $$`.execute(db);
@@ -248,6 +254,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     create function bizdir_events_addresses_updated() returns trigger language plpgsql as $$
     begin
+      execute $q$
       insert into events (type, org_id, run_id, data)
       select 'address.updated', coalesce(og.id, l.org_id), og.last_run_id,
         jsonb_strip_nulls(jsonb_build_object('id', n.id, 'cc', n.domain_cc, 'version_number', n.version_number,
@@ -260,7 +267,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         where address_id = n.id and og.id is null limit 1) l on true
       left join lateral (select domain_cc from orgs where id = l.org_id limit 1) lo on true
       where n.version_number is distinct from o.version_number
-      order by n.id;
+      order by n.id $q$;
       return null;
     end $$`.execute(db);
 
@@ -335,6 +342,9 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   ] as const) {
     await sql`drop trigger if exists ${sql.id(`events_${when}`)} on ${sql.table(table)}`.execute(db);
   }
+  // The table first: its own trigger (events_notify) goes with it, then nothing uses the functions.
+  await sql`drop table if exists events_retention`.execute(db);
+  await sql`drop table if exists events`.execute(db);
   for (const fn of [
     'bizdir_events_import_runs',
     'bizdir_events_orgs_inserted',
@@ -343,13 +353,11 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     'bizdir_events_locations_updated',
     'bizdir_events_addresses_updated',
     'bizdir_events_notify',
+    'bizdir_events_horizon',
   ]) {
     await sql`drop function if exists ${sql.id(fn)}()`.execute(db);
   }
   await sql`drop function if exists bizdir_events_claim_run(bigint)`.execute(db);
-  await sql`drop function if exists bizdir_events_horizon()`.execute(db);
   await sql`drop index if exists locations_address_id`.execute(db);
   await sql`drop index if exists orgs_registered_address_id`.execute(db);
-  await sql`drop table if exists events_retention`.execute(db);
-  await sql`drop table if exists events`.execute(db);
 }
