@@ -199,7 +199,10 @@ describe('GET /v1/events', () => {
     expect(pruned.deleted).toBe(1);
     const res = await events('after=1-1');
     expect(res.status).toBe(410);
-    expect(res.body).toEqual({ code: 410, message: expect.stringMatching(/^Gone: .*without `after`/) });
+    expect(res.body).toEqual({
+      code: 410,
+      message: expect.stringMatching(/^Gone: .*kept 45 days.*without `after`/),
+    });
     // At the last deleted event, or without `after`, reading goes on.
     expect((await events(`after=${first.id}`)).status).toBe(200);
     const fromOldest = await events('limit=1');

@@ -39,6 +39,8 @@ export interface ReadOptions {
    * and `has_more` true, and the next read goes on from there.
    */
   scanLimit?: number;
+  /** EVENTS_RETENTION_DAYS, for the 410's message. */
+  retentionDays?: number;
 }
 
 export const MAX_PAGE = 1_000;
@@ -115,7 +117,8 @@ export async function readEvents(
     order by p.xid, p.seq)`.execute(db);
 
   const floor = rows.find((r) => r.kind === 'f');
-  if (after !== null && floor && comparePositions(from, floor) < 0) throw new ExpiredCursorError();
+  if (after !== null && floor && comparePositions(from, floor) < 0)
+    throw new ExpiredCursorError(options.retentionDays);
   const scanned = rows.filter((r) => r.kind === 'e');
   const hits = scanned.filter((r) => r.hit);
   const suffix = options.domainSuffix ?? defaultSuffix();

@@ -54,7 +54,10 @@ export const eventRoutes: FastifyPluginAsync = async (root) => {
       if (types !== undefined) filter.types = expandTypes(listOf('types', types));
       if (watch !== undefined) filter.orgIds = await resolveWatch(app.db, listOf('watch', watch), suffix);
       const read = (cursor: string | null) =>
-        readEvents(app.db, cursor, limit, filter, { domainSuffix: suffix });
+        readEvents(app.db, cursor, limit, filter, {
+          domainSuffix: suffix,
+          retentionDays: app.config.eventsRetentionDays,
+        });
       let mark = waiter.mark;
       let page = await read(after);
       if (wait > 0 && page.events.length === 0 && !page.has_more) {
