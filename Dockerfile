@@ -10,6 +10,7 @@ COPY ingest ./ingest
 COPY jobs ./jobs
 COPY search ./search
 COPY shared ./shared
+COPY webhooks ./webhooks
 RUN npm run build
 
 # Runtime stage: production dependencies and the compiled code only.

@@ -80,6 +80,16 @@ const Env = Type.Object({
    * monthly import cycle by default, so a consumer that reads once a month misses nothing.
    */
   EVENTS_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650 }),
+  /**
+   * on: webhook receivers may be on loopback, private, link-local or unique-local addresses and use
+   * plain http:// (tests, on-premises receivers); off (default): https:// to public addresses only.
+   * Cloud-metadata addresses are refused either way (webhooks/address-guard.ts).
+   */
+  WEBHOOKS_ALLOW_PRIVATE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  /** Webhook endpoints one account may have at once (a create past it is a 400). */
+  WEBHOOKS_MAX_ENDPOINTS: Type.Integer({ minimum: 1, maximum: 1000 }),
+  /** Endpoints a worker delivers to at once (each one request at a time, in order). */
+  WEBHOOKS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000 }),
 });
 
 const DEFAULTS = {
@@ -98,6 +108,9 @@ const DEFAULTS = {
   SEARCH_REBUILD_BACKLOG: '50000',
   SEARCH_REBUILD_DURING_IMPORT: 'off',
   EVENTS_RETENTION_DAYS: '45',
+  WEBHOOKS_ALLOW_PRIVATE: 'off',
+  WEBHOOKS_MAX_ENDPOINTS: '16',
+  WEBHOOKS_CONCURRENCY: '20',
 } as const;
 
 const MESSAGES: Record<string, string> = {
@@ -122,6 +135,9 @@ const MESSAGES: Record<string, string> = {
   SEARCH_REBUILD_BACKLOG: 'must be a whole number of Orgs (0: never rebuild, always sync)',
   SEARCH_REBUILD_DURING_IMPORT: 'must be on or off',
   EVENTS_RETENTION_DAYS: 'must be a whole number of days from 1 to 3650',
+  WEBHOOKS_ALLOW_PRIVATE: 'must be on or off',
+  WEBHOOKS_MAX_ENDPOINTS: 'must be a whole number of endpoints from 1 to 1000',
+  WEBHOOKS_CONCURRENCY: 'must be a whole number of endpoints from 1 to 1000',
 };
 
 type EnvValues = Static<typeof Env>;
@@ -132,6 +148,8 @@ const NUMERIC = new Set([
   'SEARCH_REBUILD_BACKLOG',
   'MEILI_MAX_INDEXING_THREADS',
   'EVENTS_RETENTION_DAYS',
+  'WEBHOOKS_MAX_ENDPOINTS',
+  'WEBHOOKS_CONCURRENCY',
 ]);
 
 export interface Config {
@@ -164,6 +182,10 @@ export interface Config {
   readonly searchRebuildDuringImport: boolean;
   /** EVENTS_RETENTION_DAYS: how long the change feed keeps an event. */
   readonly eventsRetentionDays: number;
+  /** WEBHOOKS_ALLOW_PRIVATE=on: receivers on private addresses and plain http:// are allowed. */
+  readonly webhooksAllowPrivate: boolean;
+  readonly webhooksMaxEndpoints: number;
+  readonly webhooksConcurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -221,6 +243,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     searchRebuildBacklog: v.SEARCH_REBUILD_BACKLOG,
     searchRebuildDuringImport: v.SEARCH_REBUILD_DURING_IMPORT === 'on',
     eventsRetentionDays: v.EVENTS_RETENTION_DAYS,
+    webhooksAllowPrivate: v.WEBHOOKS_ALLOW_PRIVATE === 'on',
+    webhooksMaxEndpoints: v.WEBHOOKS_MAX_ENDPOINTS,
+    webhooksConcurrency: v.WEBHOOKS_CONCURRENCY,
   });
 }
 

@@ -18,12 +18,18 @@ describe('configuration', () => {
       searchRebuildDuringImport: false,
       meiliReduceIndexingMemory: true,
       eventsRetentionDays: 45,
+      webhooksAllowPrivate: false,
+      webhooksMaxEndpoints: 16,
+      webhooksConcurrency: 20,
     });
     expect(Object.isFrozen(c)).toBe(true);
     expect(loadConfig({ EVENTS_RETENTION_DAYS: '90' }).eventsRetentionDays).toBe(90);
     expect(loadConfig({ SEARCH_REBUILD_DURING_IMPORT: 'on' }).searchRebuildDuringImport).toBe(true);
     expect(loadConfig({ MEILI_MAX_INDEXING_MEMORY: '512MiB' }).meiliMaxIndexingMemory).toBe('512MiB');
     expect(loadConfig({ MEILI_MAX_INDEXING_THREADS: '2' }).meiliMaxIndexingThreads).toBe(2);
+    expect(loadConfig({ WEBHOOKS_ALLOW_PRIVATE: 'on' }).webhooksAllowPrivate).toBe(true);
+    expect(loadConfig({ WEBHOOKS_MAX_ENDPOINTS: '3' }).webhooksMaxEndpoints).toBe(3);
+    expect(loadConfig({ WEBHOOKS_CONCURRENCY: '4' }).webhooksConcurrency).toBe(4);
     expect(
       loadConfig({ MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'false' }).meiliReduceIndexingMemory,
     ).toBe(false);
@@ -74,6 +80,10 @@ describe('configuration', () => {
     ['EVENTS_RETENTION_DAYS', '4.5'],
     ['EVENTS_RETENTION_DAYS', '-1'],
     ['EVENTS_RETENTION_DAYS', '99999'],
+    ['WEBHOOKS_ALLOW_PRIVATE', 'true'],
+    ['WEBHOOKS_MAX_ENDPOINTS', '0'],
+    ['WEBHOOKS_MAX_ENDPOINTS', 'many'],
+    ['WEBHOOKS_CONCURRENCY', '0'],
   ])('refuses %s=%s with one message naming it', (variable, value) => {
     let caught: unknown;
     try {
