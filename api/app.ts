@@ -7,6 +7,8 @@ import Fastify, {
 } from 'fastify';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
+import { type HostResolver, systemResolver } from '../webhooks/address-guard.js';
+import type { EventFeed } from '../webhooks/event-feed.js';
 import { contactRoutes } from './contacts/contact.routes.js';
 import { creditsPlugin } from './credits/credits.plugin.js';
 import { usageRoutes } from './credits/usage.routes.js';
@@ -27,6 +29,7 @@ import { opsPlugin } from './ops/ops.plugin.js';
 import { orgRoutes } from './orgs/org.routes.js';
 import { recordsPlugin } from './records/records.plugin.js';
 import { searchRoutes } from './search/search.routes.js';
+import { webhookRoutes } from './webhooks/webhook.routes.js';
 
 /**
  * Every route plugin of the API, registered in this order by buildApp. To add routes (search), write
@@ -43,6 +46,7 @@ const ROUTE_PLUGINS: readonly FastifyPluginAsync[] = [
   contactRoutes,
   usageRoutes,
   eventRoutes,
+  webhookRoutes,
 ];
 
 export interface AppDeps {
@@ -53,6 +57,10 @@ export interface AppDeps {
   clock?: () => Date;
   /** How long a process trusts a key's plan before reading it again (revocation is immediate anyway). */
   keyCacheTtlMs?: number;
+  /** How webhook receivers' host names are resolved; default the system resolver (tests: their own). */
+  resolveHost?: HostResolver;
+  /** The events feed webhooks read; default the events read model (tests may give their own). */
+  eventFeed?: EventFeed;
 }
 
 /** The API, assembled from plugins; `bizdir serve` and the tests both build it here. */
@@ -107,6 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.keyCacheTtlMs !== undefined ? { keyCacheTtlMs: deps.keyCacheTtlMs } : {}),
   });
   await app.register(recordsPlugin);
+  app.decorate('receiverResolver', deps.resolveHost ?? systemResolver);
+  app.decorate('injectedEventFeed', deps.eventFeed ?? null);
   for (const routes of ROUTE_PLUGINS) await app.register(routes);
   return app;
 }

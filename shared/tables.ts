@@ -445,3 +445,68 @@ export interface Database {
   events: EventsTable;
   events_retention: EventsRetentionTable;
 }
+
+// Webhooks (migration 0026_webhooks).
+
+/** An account's webhook endpoint; written only by api/webhooks/webhook-endpoint.repository.ts. */
+export interface WebhookEndpointsTable {
+  id: GeneratedAlways<number>;
+  uid: GeneratedAlways<string>;
+  account_id: number;
+  url: string;
+  /** Event types and patterns as given (`org.*`, `location.closed`, `*`). */
+  types: string[];
+  batch: Generated<boolean>;
+  /** `whsec_…`, kept as issued: signing needs it; never shown after creation or rotation. */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export type WebhookStatus = 'active' | 'failing' | 'disabled';
+
+/** Delivery state per endpoint; written only by webhooks/delivery.repository.ts. */
+export interface WebhookDeliveriesTable {
+  endpoint_id: number;
+  status: Generated<WebhookStatus>;
+  disabled_reason: string | null;
+  /** The endpoint's cursor: the last event delivered or passed over; null: from the oldest retained. */
+  after_event: string | null;
+  /** While a request is retried: the last event it carries. */
+  pending_last: string | null;
+  /** A replay asked by time, not yet turned into cursors by a worker. */
+  replay_from: Timestamp | null;
+  replay_to: Timestamp | null;
+  /** During a replay with an end: the cursor it ends at, and where delivery goes on from then. */
+  replay_until: string | null;
+  replay_resume: string | null;
+  failures: Generated<number>;
+  failing_since: Timestamp | null;
+  next_attempt_at: Timestamp | null;
+  last_error: string | null;
+  last_success_at: Timestamp | null;
+  lease_token: string | null;
+  lease_until: Timestamp | null;
+  updated_at: Timestamp;
+}
+
+/** One request made to a receiver; written only by webhooks/delivery.repository.ts. */
+export interface WebhookAttemptsTable {
+  id: GeneratedAlways<number>;
+  endpoint_id: number;
+  webhook_id: string;
+  event_ids: string[];
+  attempted_at: Timestamp;
+  /** The answer's HTTP status; null when there was none. */
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  next_attempt_at: Timestamp | null;
+}
+
+export interface Database {
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+}

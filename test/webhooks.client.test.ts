@@ -2,11 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { type AddressInfo, createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HostResolver } from '../webhooks/address-guard.js';
-import {
-  createReceiverClient,
-  MAX_ANSWER_BYTES,
-  parseRetryAfter,
-} from '../webhooks/receiver-client.js';
+import { createReceiverClient, MAX_ANSWER_BYTES, parseRetryAfter } from '../webhooks/receiver-client.js';
 
 const resolver =
   (names: Record<string, string>): HostResolver =>

@@ -7,6 +7,8 @@ import { createAccount, type NewAccount } from '../../api/accounts/account.servi
 import { buildApp } from '../../api/app.js';
 import { loadConfig } from '../../shared/config.js';
 import type { Db } from '../../shared/db.js';
+import type { HostResolver } from '../../webhooks/address-guard.js';
+import type { EventFeed } from '../../webhooks/event-feed.js';
 import { createTestDb, type TestDb } from './db.js';
 import { TEST_REDIS_URL } from './env.js';
 import { FEED_CONFIG, importFeed } from './import.js';
@@ -26,7 +28,17 @@ export interface TestApiOptions {
   meiliIndex?: string;
   /** false: not made ready, so the test can still add routes of its own. */
   ready?: boolean;
+  /** Webhook receivers' names; default: none resolves (tests never ask a real DNS). */
+  resolveHost?: HostResolver;
+  eventFeed?: EventFeed;
+  /** Extra configuration (WEBHOOKS_ALLOW_PRIVATE, WEBHOOKS_MAX_ENDPOINTS, ...). */
+  env?: Record<string, string>;
 }
+
+/** No name resolves: what a test app uses unless it says otherwise. */
+export const noDns: HostResolver = async (host) => {
+  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+};
 
 /** A real app on the test's own database and Redis prefix, exercised through inject(). */
 export async function startTestApi(opts: TestApiOptions): Promise<FastifyInstance> {
@@ -38,8 +50,14 @@ export async function startTestApi(opts: TestApiOptions): Promise<FastifyInstanc
     LOG_LEVEL: 'silent',
     // The run's private Meilisearch: the app never touches a local one (or a user's index).
     ...meiliEnv(opts.meiliIndex ?? testIndexName('api')),
+    ...opts.env,
   });
-  const app = await buildApp({ config, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const app = await buildApp({
+    config,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    resolveHost: opts.resolveHost ?? noDns,
+    ...(opts.eventFeed ? { eventFeed: opts.eventFeed } : {}),
+  });
   if (opts.ready !== false) await app.ready();
   return app;
 }
