@@ -7,6 +7,7 @@ import { ensureOrgIndex } from '../search/index-definition.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { uidOf } from '../shared/org-domains.js';
 import { creditsUsed, newAccount, SUFFIX, useTestApi } from './support/api.js';
+import { FakeFeed } from './support/fake-feed.js';
 import { type FuzzRequest, fuzzRequests, type Operation, operationsOf } from './support/fuzz-requests.js';
 import { importFeed } from './support/import.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
@@ -45,6 +46,7 @@ let revokedKey: string;
 let subscriptionUid: string;
 let ops: Operation[];
 let domains: string[];
+const endpointIds: string[] = [];
 const indexUid = testIndexName('fuzz');
 
 const api = useTestApi({
@@ -55,7 +57,16 @@ const api = useTestApi({
     await ensureOrgIndex(meili, indexUid);
     await syncOutbox({ db: t.db, meili, indexUid });
   },
-  app: { meiliIndex: indexUid },
+  app: {
+    meiliIndex: indexUid,
+    // Webhook receivers: one public name (nothing is ever sent in this test: no worker runs).
+    resolveHost: async (host) => {
+      if (host !== 'hooks.example.com') throw new Error(`getaddrinfo ENOTFOUND ${host}`);
+      return [{ address: '93.184.216.34', family: 4 }];
+    },
+    eventFeed: new FakeFeed(),
+    env: { WEBHOOKS_MAX_ENDPOINTS: '1000' },
+  },
   timeoutMs: 120_000,
 });
 
@@ -77,6 +88,15 @@ beforeAll(async () => {
   // The routes come from the app's own OpenAPI document: a new route is fuzzed without a change here.
   ops = operationsOf((await api.app.inject({ method: 'GET', url: '/openapi.json' })).json());
   domains = await knownDomains();
+  // Webhook endpoints of the valid key's account, for the routes that name one (some get deleted).
+  for (let i = 0; i < 40; i++) {
+    const res = await api.app.inject({
+      method: 'POST',
+      url: `/v1/webhook_endpoints?api_key=${validKey}`,
+      payload: { url: `https://hooks.example.com/${i}`, types: ['*'] },
+    });
+    endpointIds.push((res.json() as { id: string }).id);
+  }
 }, 120_000);
 
 async function knownDomains(): Promise<string[]> {
@@ -203,7 +223,11 @@ describe(`API fuzz (seed ${SEED}, ${RUNS} requests)`, () => {
   });
 
   it('never answers 5xx, a foreign error shape, internals or a key; credits = 200s served', async () => {
-    const requests = fuzzRequests({ ops, domains, validKey, revokedKey }, SEED, RUNS);
+    const requests = fuzzRequests(
+      { ops, domains, pathValues: { id: endpointIds }, validKey, revokedKey },
+      SEED,
+      RUNS,
+    );
     const outcomes = await probeAll(requests);
 
     if (process.env.FUZZ_STATS) printStats(outcomes);
@@ -230,7 +254,8 @@ describe(`API fuzz (seed ${SEED}, ${RUNS} requests)`, () => {
       served += cost;
     }
     expect(served).toBeGreaterThan(100);
-    expect(await chargedCredits()).toBe(served);
+    // The endpoints made for the run cost one credit each too.
+    expect(await chargedCredits()).toBe(served + endpointIds.length);
 
     // The run reached what it is meant to reach: every route served a 200, and each kind of refusal
     // came up (a generator that stopped producing hostile input would fail here, not pass quietly).

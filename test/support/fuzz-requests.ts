@@ -76,6 +76,8 @@ export interface FuzzContext {
   ops: readonly Operation[];
   /** Domains of stored Orgs and Locations (stable, public, old public): requests that can succeed. */
   domains: readonly string[];
+  /** Values that name something stored, by path parameter (`id`: webhook endpoints); default the domains. */
+  pathValues?: Readonly<Record<string, readonly string[]>>;
   validKey: string;
   revokedKey: string;
 }
@@ -189,13 +191,30 @@ function queryValue(g: Draw, schema: ParamSchema): string {
   return g(fc.constantFrom('acme', 'ltd', 'a', 'harbour', 'glen', 'x', 'WIDGETS', ''));
 }
 
+/** Body fields of the webhook routes: sensible more often, or no request would ever get past validation. */
+const WEBHOOK_FIELDS = new Set(['url', 'types', 'batch', 'after', 'from', 'to']);
+
 /** A JSON value for a body field: sensible for the field, or hostile text, or the wrong type. */
 function bodyValue(g: Draw, field: string): unknown {
   const pick = g(fc.nat(9));
-  if (pick < 4) {
+  if (pick < (WEBHOOK_FIELDS.has(field) ? 8 : 4)) {
     if (field.includes('email') && field !== 'email_opt_out') return `fuzz${g(fc.nat(99_999))}@example.com`;
     if (field === 'email_opt_out') return g(fc.boolean());
     if (field.endsWith('_url') || field.endsWith('_handle')) return 'https://example.com/fuzz';
+    // Webhook endpoints and replays (the fuzz test's resolver knows hooks.example.com).
+    if (field === 'url')
+      return g(
+        fc.constantFrom(
+          'https://hooks.example.com/a',
+          'https://hooks.example.com/b',
+          'http://hooks.example.com/',
+        ),
+      );
+    if (field === 'types')
+      return g(fc.constantFrom(['*'], ['*'], ['org.*', 'location.closed'], ['org.nothing']));
+    if (field === 'batch') return g(fc.boolean());
+    if (field === 'from' || field === 'to')
+      return g(fc.constantFrom('2026-01-01T00:00:00Z', '2026-02-30', ''));
     if (field === 'country_code') return g(fc.constantFrom('GB', 'US', 'gb', 'XX'));
     if (field === 'state_code') return g(fc.constantFrom('CA', 'NY', 'ZZ', 'ca'));
     return g(fc.constantFrom('Ada Lovelace', 'Dr Grace Hopper', 'Zoë 😀', 'Acme Ltd', '1 High Street'));
@@ -254,9 +273,10 @@ function buildRequest(g: Draw, ctx: FuzzContext): FuzzRequest {
     path = g(fc.constantFrom(...ODD_PATHS));
     if (g(fc.boolean())) path += urlValue(g, g(textArb));
   } else {
-    path = op.path.replace(/\{([^}]+)\}/g, () => {
-      if (g(fc.nat(9)) < 6 && ctx.domains.length > 0) {
-        const domain = g(fc.constantFrom(...ctx.domains));
+    path = op.path.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+      const known = ctx.pathValues?.[name] ?? ctx.domains;
+      if (g(fc.nat(9)) < 6 && known.length > 0) {
+        const domain = g(fc.constantFrom(...known));
         return g(
           fc
             .constantFrom(domain, domain, domain.toUpperCase(), `${domain}.`, ` ${domain}`)
@@ -289,7 +309,8 @@ function buildRequest(g: Draw, ctx: FuzzContext): FuzzRequest {
     if (g(fc.nat(9)) < 7) {
       const obj: Record<string, unknown> = {};
       const chosen = g(fc.subarray(fields, { maxLength: Math.min(6, fields.length) }));
-      if (g(fc.nat(3)) > 0) obj.full_name = bodyValue(g, 'full_name');
+      // A contact's name, most of the time (only where the route takes one).
+      if (g(fc.nat(3)) > 0 && fields.includes('full_name')) obj.full_name = bodyValue(g, 'full_name');
       for (const f of chosen) obj[f] = bodyValue(g, f);
       if (g(fc.nat(9)) === 0)
         obj[g(fc.constantFrom('isAdmin', 'id', 'account_id', 'created', '', 'x'.repeat(100)))] = 1;
