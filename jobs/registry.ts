@@ -4,6 +4,7 @@ import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
 import { type JobData, type JobName, QUEUE_NAMES, QUEUES, type QueueName } from '../shared/queues.js';
+import { deliverWebhooksProcessor } from './deliver-webhooks.processor.js';
 import { pruneEventsProcessor } from './events/prune-events.processor.js';
 import { importFeedProcessor } from './import-feed.processor.js';
 import { importPartProcessor } from './import-part.processor.js';
@@ -48,6 +49,7 @@ export const PROCESSORS: Registry = {
   },
   index: { 'index-orgs': indexOrgsProcessor },
   events: { 'prune-events': pruneEventsProcessor },
+  webhooks: { 'deliver-webhooks': deliverWebhooksProcessor },
 };
 
 export class MissingProcessorError extends Error {

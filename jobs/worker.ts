@@ -8,11 +8,13 @@ import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
 import { isConnectionError, outageOf, reportConnectionError } from '../shared/outage.js';
 import type { QueueName } from '../shared/queues.js';
+import { closeWebhookRuntime } from './deliver-webhooks.processor.js';
 import { startIndexOnChange } from './index-on-change.js';
 import { indexOrgsNotifier } from './index-orgs.processor.js';
 import { queueProcessor, registeredQueues, type WorkerDeps } from './registry.js';
 import { startScheduleReconciler } from './schedules/reconciler.js';
 import { settleReindexRun } from './schedules/reindex-runs.repository.js';
+import { startWebhookSweep } from './webhooks-sweep.js';
 
 export interface WorkerOptions {
   /** Queues to run; default every queue with processors registered. */
@@ -40,7 +42,20 @@ const CONNECTIONS_PER_JOB: Record<QueueName, number> = {
   index: INDEX_JOB_CONNECTIONS,
   // One statement at a time (jobs/events/events-retention.repository.ts).
   events: 1,
+  webhooks: 0,
 };
+
+/**
+ * Connections a queue's jobs share whatever their number: a webhook job holds a connection only for
+ * the length of one statement (never while it waits for a receiver), so its many concurrent jobs
+ * queue briefly for a few connections instead of taking one each.
+ */
+const SHARED_CONNECTIONS: Partial<Record<QueueName, number>> = { webhooks: 4 };
+
+/** Jobs at once of a queue whose own setting wins over --concurrency (webhooks: WEBHOOKS_CONCURRENCY). */
+function queueConcurrency(queue: QueueName, config: Config, concurrency: number | undefined): number {
+  return queue === 'webhooks' ? config.webhooksConcurrency : (concurrency ?? 1);
+}
 
 /**
  * The Postgres pool a worker process needs: each queue it runs takes `concurrency` jobs at once, and
@@ -52,7 +67,13 @@ export function workerPoolSize(
   concurrency: number,
   queues: readonly QueueName[] = registeredQueues(),
 ): number {
-  return 1 + queues.reduce((sum, queue) => sum + concurrency * CONNECTIONS_PER_JOB[queue], 0);
+  return (
+    1 +
+    queues.reduce(
+      (sum, queue) => sum + (SHARED_CONNECTIONS[queue] ?? 0) + concurrency * CONNECTIONS_PER_JOB[queue],
+      0,
+    )
+  );
 }
 
 export function createWorkerDeps(config: Config, db: Db, connection: Redis, logger: Logger): WorkerDeps {
@@ -76,7 +97,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     const worker = new Worker(queue, processor, {
       connection: deps.connection,
       prefix: deps.config.queuePrefix,
-      concurrency: options.concurrency ?? 1,
+      concurrency: queueConcurrency(queue, deps.config, options.concurrency),
       lockDuration: options.lockDuration ?? 60_000,
       stalledInterval: options.stalledInterval ?? 30_000,
       maxStalledCount: 2,
@@ -131,6 +152,8 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
   const reconciler = queues.includes('import') ? startScheduleReconciler(deps) : undefined;
   // The workers that index learn of every committed change at once (not only at the next sweep).
   const indexOnChange = queues.includes('index') ? startIndexOnChange(deps) : undefined;
+  // The workers that deliver webhooks find the endpoints behind the feed: at start and every second.
+  const webhookSweep = queues.includes('webhooks') ? startWebhookSweep(deps) : undefined;
   return {
     queues,
     workers,
@@ -142,6 +165,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
     async close(timeoutMs = 30_000): Promise<'closed' | 'timeout'> {
       await reconciler?.stop();
       await indexOnChange?.stop();
+      await webhookSweep?.stop();
       // Shutdown: aborts the processors' signals, so an import stops after the batch it is
       // committing and hands its job back instead of running to the end of the file.
       for (const w of workers) w.cancelAllJobs('worker shutting down');
@@ -152,6 +176,8 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
       });
       const outcome = await Promise.race([graceful.then(() => 'closed' as const), deadline]);
       clearTimeout(timer);
+      // Connections to webhook receivers: after the jobs, which may still be sending.
+      if (outcome === 'closed') await closeWebhookRuntime(deps);
       if (outcome === 'timeout') {
         // Not `close(true)`: BullMQ answers a second close with the first one's promise, which waits
         // for the jobs. The caller exits instead (bin/commands/worker.ts); the jobs' locks then lapse

@@ -10,6 +10,8 @@ export const QUEUES = {
   index: ['index-orgs'],
   // prune-events: the change feed's retention, every hour (jobs/events).
   events: ['prune-events'],
+  // deliver-webhooks: one endpoint's events, in order (job id per endpoint: one in the queue at a time).
+  webhooks: ['deliver-webhooks'],
 } as const;
 
 export type QueueName = keyof typeof QUEUES;
@@ -38,6 +40,11 @@ export interface JobPayloads {
   };
   /** Deletes the change feed's events older than EVENTS_RETENTION_DAYS; Postgres says which. */
   'prune-events': Record<string, never>;
+  /**
+   * Sends an endpoint's undelivered events (webhooks/deliver.ts); webhook_deliveries says where it
+   * stands. Enqueued by the sweep (jobs/webhooks-sweep.ts) for every endpoint behind the feed.
+   */
+  'deliver-webhooks': { endpointId: number };
 }
 
 export type JobData<N extends JobName> = JobPayloads[N];
