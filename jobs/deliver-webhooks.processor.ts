@@ -2,7 +2,7 @@ import { DelayedError } from 'bullmq';
 import type { JobName } from '../shared/queues.js';
 import { type DeliveryDeps, deliverEndpoint } from '../webhooks/deliver.js';
 import type { EventFeed } from '../webhooks/event-feed.js';
-import { createEventFeed } from '../webhooks/feed-adapter.js';
+import { createEventFeed } from '../webhooks/feed.read-model.js';
 import { createReceiverClient, type ReceiverClient } from '../webhooks/receiver-client.js';
 import type { ProcessorFactory, WorkerDeps } from './registry.js';
 

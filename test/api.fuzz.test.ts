@@ -7,7 +7,6 @@ import { ensureOrgIndex } from '../search/index-definition.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { uidOf } from '../shared/org-domains.js';
 import { creditsUsed, newAccount, SUFFIX, useTestApi } from './support/api.js';
-import { FakeFeed } from './support/fake-feed.js';
 import { type FuzzRequest, fuzzRequests, type Operation, operationsOf } from './support/fuzz-requests.js';
 import { importFeed } from './support/import.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
@@ -64,7 +63,6 @@ const api = useTestApi({
       if (host !== 'hooks.example.com') throw new Error(`getaddrinfo ENOTFOUND ${host}`);
       return [{ address: '93.184.216.34', family: 4 }];
     },
-    eventFeed: new FakeFeed(),
     env: { WEBHOOKS_MAX_ENDPOINTS: '1000' },
   },
   timeoutMs: 120_000,

@@ -1,7 +1,9 @@
+import { EVENT_TYPES } from '../api/events/events.read-model.js';
+
 /**
  * What delivery needs of the events feed (EVENTS-CONTRACT.md): pages in feed order after a cursor,
  * filtered by type, where the feed ends now, and where a time falls in it. The real feed is the
- * events read model (feed-adapter.ts); tests of the delivery state machine use one in memory.
+ * events read model (feed.read-model.ts); tests of the delivery state machine use one in memory.
  */
 export interface FeedEvent {
   id: string;
@@ -28,24 +30,12 @@ export interface EventFeed {
   compare(a: string | null, b: string | null): number;
 }
 
-/** The event types an endpoint can ask for, or match with `<kind>.*` (and `*`: every one). */
-export const EVENT_TYPES = [
-  'org.created',
-  'org.updated',
-  'org.left_register',
-  'location.created',
-  'location.updated',
-  'location.closed',
-  'address.created',
-  'address.updated',
-  'import.started',
-  'import.completed',
-] as const;
+export { EVENT_TYPES } from '../api/events/events.read-model.js';
 
 /** A type pattern is an exact type, `<kind>.*`, or `*`; false when it names no type there is. */
 export function isTypePattern(pattern: string, known: readonly string[] = EVENT_TYPES): boolean {
   if (pattern === '*') return true;
-  if (pattern.endsWith('.*')) return known.some((t) => t.startsWith(pattern.slice(0, -1)));
+  if (/^[a-z_]+\.\*$/.test(pattern)) return known.some((t) => t.startsWith(pattern.slice(0, -1)));
   return known.includes(pattern);
 }
 

@@ -4,7 +4,7 @@ import Type from 'typebox';
 import type { HostResolver } from '../../webhooks/address-guard.js';
 import { listAttempts } from '../../webhooks/delivery.repository.js';
 import type { EventFeed } from '../../webhooks/event-feed.js';
-import { createEventFeed } from '../../webhooks/feed-adapter.js';
+import { createEventFeed } from '../../webhooks/feed.read-model.js';
 import { ApiKeyQuery, ErrorSchema, meteredErrors } from '../http/common.schema.js';
 import {
   CreateEndpointBody,
