@@ -197,7 +197,7 @@ const WEBHOOK_FIELDS = new Set(['url', 'types', 'batch', 'after', 'from', 'to'])
 /** A JSON value for a body field: sensible for the field, or hostile text, or the wrong type. */
 function bodyValue(g: Draw, field: string): unknown {
   const pick = g(fc.nat(9));
-  if (pick < (WEBHOOK_FIELDS.has(field) ? 8 : 4)) {
+  if (pick < (WEBHOOK_FIELDS.has(field) ? 9 : 4)) {
     if (field.includes('email') && field !== 'email_opt_out') return `fuzz${g(fc.nat(99_999))}@example.com`;
     if (field === 'email_opt_out') return g(fc.boolean());
     if (field.endsWith('_url') || field.endsWith('_handle')) return 'https://example.com/fuzz';
@@ -213,6 +213,7 @@ function bodyValue(g: Draw, field: string): unknown {
     if (field === 'types')
       return g(fc.constantFrom(['*'], ['*'], ['org.*', 'location.closed'], ['org.nothing']));
     if (field === 'batch') return g(fc.boolean());
+    if (field === 'after') return g(fc.constantFrom('0-0', '1-1', '0-0', '18446744073709551615-1', 'x-1'));
     if (field === 'from' || field === 'to')
       return g(fc.constantFrom('2026-01-01T00:00:00Z', '2026-02-30', ''));
     if (field === 'country_code') return g(fc.constantFrom('GB', 'US', 'gb', 'XX'));
