@@ -156,8 +156,14 @@ describe('registrar import through the queue', () => {
 
   it('refuses worker and reindex options that cannot work, with a clear message', async () => {
     const cases: [string[], string][] = [
-      [['worker', '--queues', ','], 'bizdir: --queues names no queue (known: import, index, events)\n'],
-      [['worker', '--queues', 'imports'], 'bizdir: unknown queue imports (known: import, index, events)\n'],
+      [
+        ['worker', '--queues', ','],
+        'bizdir: --queues names no queue (known: import, index, events, webhooks)\n',
+      ],
+      [
+        ['worker', '--queues', 'imports'],
+        'bizdir: unknown queue imports (known: import, index, events, webhooks)\n',
+      ],
       [['worker', '--concurrency', '0'], 'bizdir: --concurrency must be a positive integer\n'],
       [
         ['reindex', '--verify', '--wait'],

@@ -15,7 +15,7 @@ export type DeliveryState = Selectable<WebhookDeliveriesTable>;
 export const OPERATOR_DISABLED = 'disabled by an operator';
 
 /** How long a lease lasts without renewal; every write made under it renews it. */
-export const LEASE_MS = 60_000;
+export const LEASE_MS = 30_000;
 
 const leaseEnd = (now: Date) => new Date(now.getTime() + LEASE_MS);
 
