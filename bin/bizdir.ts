@@ -10,6 +10,7 @@ import { registerReindex } from './commands/reindex.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerServe } from './commands/serve.js';
 import { registerStart } from './commands/start.js';
+import { registerWebhooks } from './commands/webhooks.js';
 import { registerWorker } from './commands/worker.js';
 
 // Output piped into a reader that stops early (`bizdir imports list | head`): end quietly, as Unix
@@ -37,6 +38,7 @@ registerServe(program);
 registerSchedule(program);
 registerStart(program);
 registerReindex(program);
+registerWebhooks(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -282,6 +282,28 @@ export async function disableDelivery(
   return row !== undefined;
 }
 
+/**
+ * Enables a disabled endpoint again (an operator's decision): delivery goes on from its cursor, the
+ * failed request first; false when there is none.
+ */
+export async function enableDelivery(db: Db, endpointId: number, now: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: 'active',
+      disabled_reason: null,
+      failures: 0,
+      failing_since: null,
+      next_attempt_at: null,
+      updated_at: now,
+    })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'disabled')
+    .returning('endpoint_id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Endpoints that may be delivered to now (not disabled, no retry pending later, no live lease). */
 export async function dueDeliveries(db: Db, now: Date) {
   return db
