@@ -259,7 +259,7 @@ describe('webhook delivery', () => {
       nextAttemptAt: null,
     };
     const stale = { endpointId: ep.id, token: '00000000-0000-4000-8000-000000000001' };
-    expect(await recordSuccess(t.db, stale, attempt, '1-1', clock)).toBe(false);
+    expect(await recordSuccess(t.db, stale, [attempt], '1-1', clock)).toBe(false);
     expect((await findDelivery(t.db, ep.id))?.after_event).toBe(await feed.head());
   });
 

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { type Kysely, type QueryCreator, type Selectable, sql, type Transaction } from 'kysely';
 import type { Db } from '../shared/db.js';
 import type { Database, WebhookDeliveriesTable, WebhookStatus } from '../shared/tables.js';
 
@@ -18,6 +18,10 @@ export const OPERATOR_DISABLED = 'disabled by an operator';
 export const LEASE_MS = 30_000;
 
 const leaseEnd = (now: Date) => new Date(now.getTime() + LEASE_MS);
+
+/** The CTE that turns synchronous_commit off for the statement's transaction (see above). */
+const asyncCommit = (db: QueryCreator<Database>) =>
+  db.selectNoFrom(sql<string>`set_config('synchronous_commit', 'off', true)`.as('sc'));
 
 /** A new endpoint's state: delivery starts after `after` (the feed's end when it was created). */
 export async function startDelivery(trx: Transaction<Database>, endpointId: number, after: string | null) {
@@ -82,18 +86,20 @@ const attemptRow = (endpointId: number, a: AttemptRecord) => ({
 });
 
 /**
- * A request answered 2xx: the cursor moves to its last event, the failure streak ends, the attempt
- * is recorded (one statement). False when the lease was lost: nothing changed.
+ * Requests answered 2xx: the cursor moves to the last event of the last one, the failure streak
+ * ends, the attempts are recorded (one statement). False when the lease was lost: nothing changed.
  */
 export async function recordSuccess(
   db: Db,
   lease: { endpointId: number; token: string },
-  attempt: AttemptRecord,
+  attempts: readonly AttemptRecord[],
   advanceTo: string,
   now: Date,
 ): Promise<boolean> {
+  const rows = attempts.map((a) => attemptRow(lease.endpointId, a));
   const row = await db
-    .with('attempt', (q) => q.insertInto('webhook_attempts').values(attemptRow(lease.endpointId, attempt)))
+    .with('commit_mode', asyncCommit)
+    .with('attempt', (q) => q.insertInto('webhook_attempts').values(rows))
     .updateTable('webhook_deliveries')
     .set({
       after_event: advanceTo,
@@ -109,6 +115,8 @@ export async function recordSuccess(
     })
     .where('endpoint_id', '=', lease.endpointId)
     .where('lease_token', '=', lease.token)
+    // A CTE that only selects runs only when the statement refers to it.
+    .where((eb) => eb.exists(eb.selectFrom('commit_mode').select('sc')))
     .returning('endpoint_id')
     .executeTakeFirst();
   return row !== undefined;
@@ -134,6 +142,7 @@ export async function recordFailure(
 ): Promise<boolean> {
   const status: WebhookStatus = f.disabledReason ? 'disabled' : 'failing';
   const row = await db
+    .with('commit_mode', asyncCommit)
     .with('attempt', (q) => q.insertInto('webhook_attempts').values(attemptRow(lease.endpointId, attempt)))
     .updateTable('webhook_deliveries')
     .set({
@@ -149,6 +158,8 @@ export async function recordFailure(
     })
     .where('endpoint_id', '=', lease.endpointId)
     .where('lease_token', '=', lease.token)
+    // A CTE that only selects runs only when the statement refers to it.
+    .where((eb) => eb.exists(eb.selectFrom('commit_mode').select('sc')))
     .returning('endpoint_id')
     .executeTakeFirst();
   return row !== undefined;
@@ -167,6 +178,7 @@ export async function moveCursor(
   endReplay = false,
 ): Promise<boolean> {
   const row = await db
+    .with('commit_mode', asyncCommit)
     .updateTable('webhook_deliveries')
     .set({
       after_event: to,
@@ -177,6 +189,8 @@ export async function moveCursor(
     })
     .where('endpoint_id', '=', lease.endpointId)
     .where('lease_token', '=', lease.token)
+    // A CTE that only selects runs only when the statement refers to it.
+    .where((eb) => eb.exists(eb.selectFrom('commit_mode').select('sc')))
     .returning('endpoint_id')
     .executeTakeFirst();
   return row !== undefined;
