@@ -272,6 +272,48 @@ export function parseEvents(out: string): BenchRow[] {
   ]);
 }
 
+/** `npm run bench:webhooks`: its final JSON object; the targets are issue 48's. */
+export function parseWebhooks(out: string): BenchRow[] {
+  const json = lastJsonObject(out) as { webhooksBench?: Record<string, number | boolean> } | undefined;
+  const f = json?.webhooksBench ?? {};
+  const v = (k: string) => (typeof f[k] === 'number' ? (f[k] as number) : Number.NaN);
+  const inOrder = (k: string) => f[k] === true;
+  return ok([
+    {
+      bench: 'webhooks',
+      figure: 'burst to one batched receiver',
+      value: v('batchedSeconds'),
+      unit: 's',
+      target: '<= 30 s, every event in order',
+      met: v('batchedSeconds') <= 30 && inOrder('batchedInOrder'),
+    },
+    {
+      bench: 'webhooks',
+      figure: 'unbatched receivers together',
+      value: v('unbatchedPerSecond'),
+      unit: 'deliveries/s',
+      target: '>= 1,000/s, each in order',
+      met: v('unbatchedPerSecond') >= 1_000 && inOrder('unbatchedInOrder'),
+    },
+    {
+      bench: 'webhooks',
+      figure: 'receiver down for the burst, caught up after',
+      value: v('downCatchUpSeconds'),
+      unit: 's',
+      target: 'every event in order',
+      met: inOrder('downInOrder'),
+    },
+    {
+      bench: 'webhooks',
+      figure: 'worker peak RSS',
+      value: v('workerPeakMiB'),
+      unit: 'MiB',
+      target: '< 512 MB',
+      met: v('workerPeakMiB') * 2 ** 20 < 512e6,
+    },
+  ]);
+}
+
 export const PARSERS: Record<string, (out: string) => BenchRow[]> = {
   import: parseImport,
   api: parseApi,
@@ -279,6 +321,7 @@ export const PARSERS: Record<string, (out: string) => BenchRow[]> = {
   'locations-cpu': parseLocationsCpu,
   register: parseRegister,
   events: parseEvents,
+  webhooks: parseWebhooks,
 };
 
 const fmt = (n: number | undefined, digits = 2) =>

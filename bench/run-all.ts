@@ -22,6 +22,7 @@ const QUICK: Record<string, { args: string[]; env: Record<string, string> }> = {
   locations: { args: [], env: { BENCH_ROWS: '20000', BENCH_ORGS: '1000' } },
   'locations-cpu': { args: [], env: { BENCH_ROWS: '20000', BENCH_REPS: '1' } },
   events: { args: ['--events', '100000', '--orgs', '50000', '--reads', '200', '--rounds', '1'], env: {} },
+  webhooks: { args: ['--events', '5000', '--receivers', '10', '--down-seconds', '10'], env: {} },
 };
 
 function benchScripts(): string[] {

@@ -39,7 +39,8 @@ import { MemoryWatch } from './process-memory.js';
  *     back (the endpoint's next retry included).
  *
  * Every receiver's events are checked against the feed, in order. The worker's resident memory is
- * sampled throughout (target < 512 MB). Prints figures; never fails on a slow machine. Env:
+ * sampled throughout (target < 512 MB). Prints figures, the last line one JSON object for `npm run
+ * bench` (bench/bench-table.ts parseWebhooks); never fails on a slow machine. Env:
  * BENCH_PG_ADMIN_URL, REDIS_URL, BENCH_WORKER=tsx (from source).
  */
 const args = process.argv.slice(2);
@@ -283,7 +284,7 @@ async function main(): Promise<void> {
     log(`worker resident memory, peak: ${mib(memory.peakTotal)} MiB   target < 512 MB`);
     for (const line of memory.labelLines()) log(`    ${line}`);
     results.workerPeakMiB = mib(memory.peakTotal);
-    log(JSON.stringify({ webhooks: results }));
+    log(JSON.stringify({ webhooksBench: results }, null, 2));
   } finally {
     if (worker && worker.exitCode === null) {
       const exited = new Promise((r) => worker!.once('exit', r));

@@ -10,6 +10,7 @@ import {
   parseLocations,
   parseLocationsCpu,
   parseRegister,
+  parseWebhooks,
   renderTable,
 } from '../bench/bench-table.js';
 
@@ -57,6 +58,13 @@ beforeAll(async () => {
 // register four times).
 beforeAll(async () => {
   out.events = await runBench('events.bench.ts', ['--events', '3000', '--reads', '20', '--skip-imports']);
+}, 180_000);
+
+// Apart too: from source (no dist/ build), and without the receiver that is down for a while.
+beforeAll(async () => {
+  out.webhooks = await runBench('webhooks.bench.ts', ['--events', '300', '--receivers', '2', '--skip-down'], {
+    BENCH_WORKER: 'tsx',
+  });
 }, 180_000);
 
 const shape = (rows: BenchRow[]) => rows.map((r) => r.figure);
@@ -188,6 +196,37 @@ describe('bench table', () => {
       'GET /v1/events?types=org.* p99 (1,000)',
     ]);
     expectMeasured(reads);
+  });
+
+  it("reads the webhooks benchmark's final JSON object", () => {
+    const figures = {
+      batchedSeconds: 12,
+      batchedInOrder: true,
+      unbatchedPerSecond: 900,
+      unbatchedInOrder: true,
+      downInOrder: false,
+      downCatchUpSeconds: 20,
+      workerPeakMiB: 160,
+    };
+    const rows = parseWebhooks(`(a) ...\n${JSON.stringify({ webhooksBench: figures }, null, 2)}\n`);
+    expect(rows.map((r) => [r.figure, r.value, r.met])).toEqual([
+      ['burst to one batched receiver', 12, true],
+      ['unbatched receivers together', 900, false],
+      ['receiver down for the burst, caught up after', 20, false],
+      ['worker peak RSS', 160, true],
+    ]);
+    // What the script prints with --skip-down: the other rows, measured.
+    const printed = parseWebhooks(out.webhooks ?? '');
+    expect(shape(printed)).toEqual([
+      'burst to one batched receiver',
+      'unbatched receivers together',
+      'worker peak RSS',
+    ]);
+    expectMeasured(printed);
+    expect(printed.slice(0, 2).map((r) => r.target)).toEqual([
+      '<= 30 s, every event in order',
+      '>= 1,000/s, each in order',
+    ]);
   });
 
   it('leaves out what a benchmark did not print and renders one table', () => {
