@@ -158,7 +158,7 @@ describe('/admin/queues', () => {
     });
     expect(api.statusCode).toBe(200);
     const names = (api.json() as { queues: Array<{ name: string }> }).queues.map((q) => q.name).sort();
-    expect(names).toEqual(['events', 'import', 'index']);
+    expect(names).toEqual(['events', 'import', 'index', 'webhooks']);
   });
 });
 
