@@ -446,7 +446,7 @@ export interface Database {
   events_retention: EventsRetentionTable;
 }
 
-// Webhooks (migration 0026_webhooks).
+// Webhooks (migration 0028_webhooks).
 
 /** An account's webhook endpoint; written only by api/webhooks/webhook-endpoint.repository.ts. */
 export interface WebhookEndpointsTable {
