@@ -10,6 +10,7 @@ COPY ingest ./ingest
 COPY jobs ./jobs
 COPY search ./search
 COPY shared ./shared
+COPY events ./events
 COPY webhooks ./webhooks
 RUN npm run build
 

@@ -7,12 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { createAccount } from '../api/accounts/account.service.js';
-import { readEvents } from '../api/events/events.read-model.js';
 import {
   createEndpoint,
   type EndpointDeps,
   removeEndpoint,
 } from '../api/webhooks/webhook-endpoint.service.js';
+import { readEvents } from '../events/feed.read-model.js';
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { systemResolver } from '../webhooks/address-guard.js';
 import { createEventFeed } from '../webhooks/feed.read-model.js';

@@ -40,7 +40,7 @@ export interface RunningWorkers {
 const CONNECTIONS_PER_JOB: Record<QueueName, number> = {
   import: IMPORT_JOB_CONNECTIONS,
   index: INDEX_JOB_CONNECTIONS,
-  // One statement at a time (jobs/events/events-retention.repository.ts).
+  // One statement at a time (events/retention.repository.ts).
   events: 1,
   webhooks: 0,
 };

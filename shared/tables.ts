@@ -420,7 +420,7 @@ export interface Database {
 /**
  * Migration 0025_events: the change feed, written only by triggers (records created, version bumps,
  * Orgs leaving the register, Locations closing; import runs starting and settling) and deleted only
- * by retention (jobs/events). `data` is the stored form the read model renders (api/events).
+ * by retention (events/retention.repository.ts). `data` is the stored form the read model renders (events/feed.read-model.ts).
  * xid8 comes back from pg as its decimal text.
  */
 export interface EventsTable {

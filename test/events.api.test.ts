@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { companyNumberOf, MAX_WATCH } from '../api/events/watch.read-model.js';
+import { pruneEvents } from '../events/retention.repository.js';
 import { normalizeCompanyNumber } from '../ingest/registrar/registrar.normalize.js';
-import { pruneEvents } from '../jobs/events/events-retention.repository.js';
 import { creditsUsed, get, newAccount, SUFFIX, useTestApi } from './support/api.js';
 import { tempFile } from './support/events.js';
 import { importFeed } from './support/import.js';

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { comparePositions, decodeCursor } from '../api/events/event-cursor.js';
-import { ExpiredCursorError, type FeedEvent, readEvents } from '../api/events/events.read-model.js';
-import { deleteOldestEvents, pruneEvents } from '../jobs/events/events-retention.repository.js';
+import { comparePositions, decodeCursor } from '../events/event-cursor.js';
+import { ExpiredCursorError, type FeedEvent, readEvents } from '../events/feed.read-model.js';
+import { deleteOldestEvents, pruneEvents } from '../events/retention.repository.js';
 import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FeedEvent } from '../api/events/events.read-model.js';
+import type { FeedEvent } from '../events/feed.read-model.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { expectUnbrokenVersions, feedEvents, lastEventId, recordEvents, tempFile } from './support/events.js';
 import { importFeed } from './support/import.js';

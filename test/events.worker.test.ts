@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { comparePositions, decodeCursor } from '../api/events/event-cursor.js';
+import { comparePositions, decodeCursor } from '../events/event-cursor.js';
 import { getRun, type ImportRun } from '../ingest/import-run.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';

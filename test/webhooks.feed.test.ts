@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FeedEvent } from '../api/events/events.read-model.js';
+import type { FeedEvent } from '../events/feed.read-model.js';
 import { compareCursors, createEventFeed } from '../webhooks/feed.read-model.js';
 import { SUFFIX } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';

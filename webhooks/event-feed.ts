@@ -1,4 +1,4 @@
-import { EVENT_TYPES } from '../api/events/events.read-model.js';
+import { EVENT_TYPES } from '../events/feed.read-model.js';
 
 /**
  * What delivery needs of the events feed (EVENTS-CONTRACT.md): pages in feed order after a cursor,
@@ -30,7 +30,7 @@ export interface EventFeed {
   compare(a: string | null, b: string | null): number;
 }
 
-export { EVENT_TYPES } from '../api/events/events.read-model.js';
+export { EVENT_TYPES } from '../events/feed.read-model.js';
 
 /** A type pattern is an exact type, `<kind>.*`, or `*`; false when it names no type there is. */
 export function isTypePattern(pattern: string, known: readonly string[] = EVENT_TYPES): boolean {

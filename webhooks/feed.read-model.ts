@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { decodeCursor, encodeCursor, latestVisible, readEvents } from '../api/events/events.read-model.js';
+import { decodeCursor, encodeCursor, latestVisible, readEvents } from '../events/feed.read-model.js';
 import type { Db } from '../shared/db.js';
 import type { EventFeed } from './event-feed.js';
 

@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { encodeCursor } from '../../events/event-cursor.js';
+import { latestVisible } from '../../events/feed.read-model.js';
 import type { Db } from '../../shared/db.js';
 import { PgListener } from '../../shared/pg-listener.js';
-import { encodeCursor } from './event-cursor.js';
-import { latestVisible } from './events.read-model.js';
 
 /** The channel migration 0025 NOTIFYs once per transaction that wrote events. */
 export const EVENTS_CHANNEL = 'bizdir_events';

@@ -1,9 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import { type EventFilter, expandTypes, readEvents } from '../../events/feed.read-model.js';
 import { LOCAL_DEFAULTS } from '../../shared/config.js';
 import { badRequest } from '../../shared/errors.js';
 import { EventWaiter } from './event-waiter.js';
-import { type EventFilter, expandTypes, readEvents } from './events.read-model.js';
 import { EventsQuery, eventsResponses } from './events.schema.js';
 import { resolveWatch } from './watch.read-model.js';
 

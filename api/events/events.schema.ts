@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { EVENT_TYPES } from '../../events/event-types.js';
 import {
   ApiKeyQuery,
   ErrorSchema,
@@ -6,7 +7,6 @@ import {
   Nullable,
   RequestMetaSchema,
 } from '../http/common.schema.js';
-import { EVENT_TYPES } from './event-types.js';
 import { MAX_WATCH } from './watch.read-model.js';
 
 const str = (description: string) => Type.Optional(Type.String({ description }));

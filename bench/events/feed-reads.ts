@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { createAccount } from '../../api/accounts/account.service.js';
 import { buildApp } from '../../api/app.js';
-import { type EventFilter, readEvents } from '../../api/events/events.read-model.js';
+import { type EventFilter, readEvents } from '../../events/feed.read-model.js';
 import { loadConfig } from '../../shared/config.js';
 import type { Db } from '../../shared/db.js';
 

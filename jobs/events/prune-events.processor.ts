@@ -1,7 +1,7 @@
+import { pruneEvents } from '../../events/retention.repository.js';
 import type { JobName } from '../../shared/queues.js';
 import { createQueue } from '../queue.js';
 import type { ProcessorFactory } from '../registry.js';
-import { pruneEvents } from './events-retention.repository.js';
 
 export const PRUNE_EVENTS_JOB: JobName<'events'> = 'prune-events';
 
@@ -10,7 +10,7 @@ export const PRUNE_EVERY_MS = 3_600_000;
 
 /**
  * `prune-events`: deletes the change feed's events older than EVENTS_RETENTION_DAYS, in bounded
- * batches (jobs/events/events-retention.repository.ts). Repeats every hour: the scheduler is upserted
+ * batches (events/retention.repository.ts). Repeats every hour: the scheduler is upserted
  * when a worker for the `events` queue starts (idempotent across workers, as the index sweep's is),
  * so a Redis flush loses it only until the next worker start.
  */

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { expect } from 'vitest';
-import { type EventFilter, type FeedEvent, readEvents } from '../../api/events/events.read-model.js';
+import { type EventFilter, type FeedEvent, readEvents } from '../../events/feed.read-model.js';
 import type { Db } from '../../shared/db.js';
 import { addressDomain, bizdirUid, locationDomain, orgDomain } from '../../shared/domains.js';
 import { SUFFIX } from './api.js';

@@ -5,7 +5,7 @@ import {
   locationPublicDomain,
   orgDomain,
   orgPublicDomain,
-} from '../../shared/domains.js';
+} from '../shared/domains.js';
 import { encodeCursor } from './event-cursor.js';
 
 /** One event as the feed and webhooks send it. */

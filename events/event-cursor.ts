@@ -1,4 +1,4 @@
-import { badRequest, HttpError } from '../../shared/errors.js';
+import { badRequest, HttpError } from '../shared/errors.js';
 
 /**
  * An event's public `id`, which is also its cursor: its place in the feed, `(xid, seq)` (the writing

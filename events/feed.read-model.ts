@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import { loadConfig } from '../../shared/config.js';
-import type { Db } from '../../shared/db.js';
+import { loadConfig } from '../shared/config.js';
+import type { Db } from '../shared/db.js';
 import { type EventRow, type FeedEvent, toFeedEvent } from './event.view.js';
 import {
   comparePositions,

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../../shared/db.js';
+import type { Db } from '../shared/db.js';
 
 /**
  * Retention of the change feed: the one writer that deletes events (the triggers of migration 0025

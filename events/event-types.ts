@@ -1,4 +1,4 @@
-import { badRequest } from '../../shared/errors.js';
+import { badRequest } from '../shared/errors.js';
 
 /** Every event type the feed carries (migration 0025 writes them). */
 export const EVENT_TYPES = [
