@@ -33,6 +33,7 @@ import { prng } from './org-names.js';
 import { MemoryWatch, memory } from './process-memory.js';
 import { describeNames, generateNextMonth, generateRegister } from './register/generate.js';
 import { coined } from './register/names.js';
+import { scheduledReindex } from './register/scheduled-reindex.js';
 
 /**
  * The whole register through the real pipeline, then the search on it:
@@ -40,6 +41,7 @@ import { coined } from './register/names.js';
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--pg-queries N] [--skip-rebuild]
  *                             [--skip-plain] [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB] [--prewarm]
  *                             [--mix-passes N] [--mix-during-rebuild] [--next-month [--month-back]]
+ *                             [--scheduled-reindex]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -74,6 +76,9 @@ import { coined } from './register/names.js';
  * commits), and the mix again with every total against the month's own brute force.
  * `--month-back` then imports the first month's files once more (a second month of the same size,
  * undoing the first), to see whether the index's file grows again or reuses what the first freed.
+ * `--scheduled-reindex` then saves a reindex schedule with `--when-grown 1.1` firing every minute,
+ * lets the run's worker fire it, and reports the index's bytes per Org before and after against the
+ * fresh build of the rebuild step (bench/register/scheduled-reindex.ts).
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -382,6 +387,8 @@ async function main() {
     MEILI_URL: meiliServer.url,
     MEILI_MASTER_KEY: meiliServer.masterKey,
     MEILI_INDEX: INDEX,
+    // The worker measures the index's files for a `--when-grown` reindex schedule.
+    MEILI_DB_PATH: MEILI_DB,
   };
   let api: ChildProcess | undefined;
   const benchStarted = Date.now();
@@ -1002,6 +1009,31 @@ async function main() {
           ORGS,
         );
       }
+    }
+
+    if (flag('scheduled-reindex')) {
+      // After the month (or months), the rebuild an operator schedules instead of remembering it.
+      phase = 'scheduled reindex';
+      const expected = (await meili.index(INDEX).getStats()).numberOfDocuments;
+      const r = await scheduledReindex(
+        {
+          db,
+          bizdir: (cmd) => waitExit(bizdir(cmd, env)),
+          indexBytes: () => allocatedBytes(MEILI_DB),
+        },
+        expected,
+        1.1,
+      );
+      figures.scheduledReindexBeforeBytesPerOrg = Math.round(r.beforeBytesPerOrg);
+      figures.scheduledReindexAfterBytesPerOrg = Math.round(r.afterBytesPerOrg);
+      const fresh = figures.bytesPerOrg;
+      const ratio = (b: number) => (fresh ? ` = ${(b / fresh).toFixed(2)}x the fresh build above` : '');
+      report(
+        'scheduled reindex (--when-grown 1.1)',
+        `${r.status} in ${s(r.runMs)} s from the schedule's save (${r.reason ?? 'no reason given'}): ` +
+          `${r.beforeBytesPerOrg.toFixed(0)} B/Org before${ratio(r.beforeBytesPerOrg)}, ` +
+          `${r.afterBytesPerOrg.toFixed(0)} B/Org after${ratio(r.afterBytesPerOrg)}`,
+      );
     }
 
     console.log('\n| measure | figure |\n|---|---|');
