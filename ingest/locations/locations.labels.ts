@@ -70,7 +70,9 @@ export class LabelBatch {
    * label can equal another name's plain one).
    */
   async allocate(trx: Trx, requests: readonly SlugRequest[]): Promise<string[]> {
-    await this.after.catch(() => {});
+    // Only the order matters here: a batch before this one that failed fails the run through its
+    // own promise (the loader awaits every batch), so its error is not this batch's to raise.
+    await Promise.allSettled([this.after]);
     const out = new Array<string>(requests.length);
     if (requests.length === 0) return out;
     const pending = await this.reuse(trx, requests, out);
