@@ -23,5 +23,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 COPY --from=build /app/dist ./dist
 COPY samples ./samples
 USER node
+# Exec form, node itself: `docker stop`'s SIGTERM reaches bizdir, with no npm or shell in between
+# to swallow it (docker-compose.yml adds `init: true` in front; `docker run --init` does the same).
 ENTRYPOINT ["node", "dist/bin/bizdir.js"]
 CMD ["serve"]

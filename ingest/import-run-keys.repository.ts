@@ -74,3 +74,15 @@ export async function deleteRunKeys(trx: Transaction<Database>, runId: number): 
   if (rows[0]?.others) await trx.deleteFrom('import_run_keys').where('run_id', '=', runId).execute();
   else await sql`truncate import_run_keys`.execute(trx);
 }
+
+/**
+ * Drops a run's scratch lists as it fails for good (in the failing transaction, which holds the run's
+ * row): its keys and, for a `--full` location sheet, its first rows (import_run_firsts). Only the
+ * run's last step reads them, and a failed run never takes it (run-fence.repository.ts). Plain
+ * deletes, not deleteRunKeys's table lock: a batch still going on holds the table while it waits
+ * for the run's row, and the two would deadlock.
+ */
+export async function deleteRunScratch(trx: Transaction<Database>, runId: number): Promise<void> {
+  await trx.deleteFrom('import_run_keys').where('run_id', '=', runId).execute();
+  await trx.deleteFrom('import_run_firsts').where('run_id', '=', runId).execute();
+}

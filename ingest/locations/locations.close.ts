@@ -4,6 +4,7 @@ import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import type { FinishOutcome } from '../feed-handler.js';
 import { checkGone, MIN_GUARDED_GONE } from '../full-guard.js';
 import { deleteRunKeys } from '../import-run-keys.repository.js';
+import { holdRunningRun } from '../run-fence.repository.js';
 
 /**
  * The end of a run: a `--full` sheet is each of its Orgs' whole list, so their open Locations it did
@@ -22,6 +23,8 @@ export async function finishRun(
   runId: number,
   options: { full: boolean; fallbackOrgId: number | undefined; maxGonePercent?: number | undefined },
 ): Promise<FinishOutcome> {
+  // Before the keys are read: a run failed for good meanwhile has lost them (run-fence.repository.ts).
+  await holdRunningRun(trx, runId);
   const met = await runOrgIds(trx, runId);
   const orgIds = [
     ...new Set([...met, ...(options.fallbackOrgId !== undefined ? [options.fallbackOrgId] : [])]),
