@@ -33,6 +33,7 @@ import { prng } from './org-names.js';
 import { MemoryWatch, memory } from './process-memory.js';
 import { describeNames, generateNextMonth, generateRegister } from './register/generate.js';
 import { coined } from './register/names.js';
+import { prepareSearchLoad, searchLoad } from './search-load/search-load.js';
 
 /**
  * The whole register through the real pipeline, then the search on it:
@@ -40,6 +41,7 @@ import { coined } from './register/names.js';
  *   npm run bench:register -- [--orgs 1000000] [--parts 1] [--queries 600] [--skip-pg] [--pg-queries N] [--skip-rebuild]
  *                             [--skip-plain] [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB] [--prewarm]
  *                             [--mix-passes N] [--mix-during-rebuild] [--next-month [--month-back]]
+ *                             [--load [--load-queries 20000] [--load-check 2000] [--connections 16]]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -74,6 +76,11 @@ import { coined } from './register/names.js';
  * commits), and the mix again with every total against the month's own brute force.
  * `--month-back` then imports the first month's files once more (a second month of the same size,
  * undoing the first), to see whether the index's file grows again or reuses what the first freed.
+ * `--load` measures the search under load instead of the single-client steps (bench/search-load/:
+ * `--load-queries` distinct queries of the hard mix over `--connections` kept-alive connections,
+ * against a plain Meilisearch index of the same names, a trivial route and a skewed mix; totals of
+ * `--load-check` distinct terms against brute force), then ends the run; with `--keep` / `--reuse`
+ * it is measured again in a minute.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -93,6 +100,12 @@ const ORGS = opt('orgs', 1_000_000);
 const PARTS = opt('parts', 1);
 const QUERIES = opt('queries', 600);
 const EXPLAIN = opt('explain', 0);
+const LOAD = flag('load');
+const LOAD_OPTIONS = {
+  connections: opt('connections', 16),
+  queries: opt('load-queries', 20_000),
+  checkTerms: opt('load-check', 2_000),
+};
 /** How many times the mix runs on the same API and Meilisearch processes (the first pass sets the figures). */
 const MIX_PASSES = Math.max(1, opt('mix-passes', 1));
 /**
@@ -569,6 +582,7 @@ async function main() {
     // its scans of millions of names (and their garbage) fall outside the timings.
     const mix = queryMix(names, QUERIES);
     let truth = bruteForceTotals(names, mix);
+    const loadPrep = LOAD ? prepareSearchLoad(names, LOAD_OPTIONS) : undefined;
     // Nothing below needs the names. Without them this process's heap is small again, and so is the
     // collector's marking, which walks what is live: with them (about 900 MB at 5.7M) one marking
     // ran 330 ms of steps in the middle of the timed requests.
@@ -596,6 +610,32 @@ async function main() {
       'warm-up (cold index)',
       `${warm.queries} queries, ${warm.unavailable} answered 503 and were retried, slowest success ${warm.slowestMs.toFixed(0)} ms`,
     );
+    if (loadPrep) {
+      phase = 'load';
+      await searchLoad(
+        {
+          db,
+          meili,
+          meiliUrl: meiliServer.url,
+          meiliKey: meiliServer.masterKey,
+          tag,
+          orgs: ORGS,
+          apiOrigin: `http://127.0.0.1:${port}`,
+          apiKey: account.api_key,
+          adminToken,
+          domainSuffix: 'bizdir.bench',
+          pids: { api: api.pid!, meilisearch: meiliPid },
+          report,
+          figures,
+        },
+        LOAD_OPTIONS,
+        loadPrep,
+      );
+      console.log('\n| measure | figure |\n|---|---|');
+      for (const [k, v] of results) console.log(`| ${k} | ${v} |`);
+      console.log(JSON.stringify({ registerBench: figures }, null, 2));
+      return;
+    }
     // Meilisearch's page faults: a minor fault is its first touch of an index page already in the
     // page cache (each Meilisearch process maps its files anew), a major one a read from disk.
     const faults = () => {
