@@ -178,8 +178,8 @@ const admin = (text: string, url = ADMIN) => runStatement(url, text);
 const children = new Set<ChildProcess>();
 
 /** A `bizdir` process (the worker, the API) as users run it: built dist/ unless BENCH_WORKER=tsx. */
-function bizdir(cmd: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [...BIZDIR_ARGS, ...cmd], {
+function bizdir(cmd: string[], env: Record<string, string>, nodeArgs: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...nodeArgs, ...BIZDIR_ARGS, ...cmd], {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -554,13 +554,17 @@ async function main() {
     // The admin token: the API then sends the detailed Server-Timing (search-timing.ts), which the
     // tail's breakdown below reads.
     const adminToken = `bench-${prefix}`;
-    api = bizdir(['serve'], {
-      ...env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DOMAIN_SUFFIX: 'bizdir.bench',
-      ADMIN_TOKEN: adminToken,
-    });
+    api = bizdir(
+      ['serve'],
+      {
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DOMAIN_SUFFIX: 'bizdir.bench',
+        ADMIN_TOKEN: adminToken,
+      },
+      (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    );
     await untilListening(`http://127.0.0.1:${port}/openapi.json`, api);
     const account = await createAccount(db, {
       name: 'bench',

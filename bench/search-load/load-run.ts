@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 
 /**
@@ -37,35 +37,20 @@ function processCpuMs(pid: number): number {
   }
 }
 
-/** Every Postgres server process (the postmaster and its backends), by the executable's name. */
-function postgresPids(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(entry));
-    } catch {
-      // The process ended between the listing and the read: it has nothing left to count.
-    }
-  }
-  return pids;
-}
-
 /**
- * CPU time of named processes between start and stop (ms). `postgres` sums every Postgres process
- * seen at either end (backends that start and end between them are missed: the pools keep theirs).
+ * CPU time of the watched processes between start and stop (ms): each name is one process or several
+ * (the Postgres backends of the run's database, summed; backends that start and end between the two
+ * readings are missed: the pools keep theirs), and this process itself (the load generator).
  */
-export function cpuWatch(pids: Record<string, number>): () => Record<string, number> {
-  const before = new Map<string, number>();
-  const pgBefore = new Map(postgresPids().map((p) => [p, processCpuMs(p)]));
-  for (const [name, pid] of Object.entries(pids)) before.set(name, processCpuMs(pid));
+export function cpuWatch(pids: Record<string, number | readonly number[]>): () => Record<string, number> {
+  const list = (p: number | readonly number[]) => (typeof p === 'number' ? [p] : p);
+  const before = new Map<number, number>();
+  for (const p of Object.values(pids).flatMap(list)) before.set(p, processCpuMs(p));
   const selfBefore = process.cpuUsage();
   return () => {
     const out: Record<string, number> = {};
-    for (const [name, pid] of Object.entries(pids)) out[name] = processCpuMs(pid) - before.get(name)!;
-    let pg = 0;
-    for (const p of postgresPids()) pg += processCpuMs(p) - (pgBefore.get(p) ?? 0);
-    out.postgres = pg;
+    for (const [name, p] of Object.entries(pids))
+      out[name] = list(p).reduce((sum, pid) => sum + Math.max(0, processCpuMs(pid) - (before.get(pid) ?? 0)), 0);
     const self = process.cpuUsage(selfBefore);
     out['load generator'] = (self.user + self.system) / 1000;
     return out;
@@ -77,12 +62,12 @@ export async function runLoad<R>(
   requests: readonly LoadRequest[],
   connections: number,
   read: (status: number, headers: Record<string, string | string[] | undefined>, body: string) => R,
-  watch: Record<string, number>,
+  watch: () => Promise<Record<string, number | readonly number[]>>,
 ): Promise<LoadResult<R>> {
   const pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const answers: LoadAnswer<R>[] = new Array(requests.length);
   let next = 0;
-  const cpu = cpuWatch(watch);
+  const cpu = cpuWatch(await watch());
   const started = performance.now();
   const client = async () => {
     for (;;) {
