@@ -50,7 +50,10 @@ export function cpuWatch(pids: Record<string, number | readonly number[]>): () =
   return () => {
     const out: Record<string, number> = {};
     for (const [name, p] of Object.entries(pids))
-      out[name] = list(p).reduce((sum, pid) => sum + Math.max(0, processCpuMs(pid) - (before.get(pid) ?? 0)), 0);
+      out[name] = list(p).reduce(
+        (sum, pid) => sum + Math.max(0, processCpuMs(pid) - (before.get(pid) ?? 0)),
+        0,
+      );
     const self = process.cpuUsage(selfBefore);
     out['load generator'] = (self.user + self.system) / 1000;
     return out;
