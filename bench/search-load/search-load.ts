@@ -171,6 +171,9 @@ export async function searchLoad(
   const [h1, h2] = [prep.mix.slice(0, half), prep.mix.slice(half)];
   const a1 = await api(h1);
   const p1 = await meili(h1);
+  // The first half alone, in case the run is stopped before the second.
+  report('load: first half, API search', describe(summary(a1)));
+  report('load: first half, plain Meilisearch', describe(summary(p1)));
   const p2 = await meili(h2);
   const a2 = await api(h2);
   const join = <R>(x: LoadResult<R>, y: LoadResult<R>): LoadResult<R> => ({
