@@ -34,6 +34,7 @@ import { MemoryWatch, memory } from './process-memory.js';
 import { describeNames, generateNextMonth, generateRegister } from './register/generate.js';
 import { coined } from './register/names.js';
 import { scheduledReindex } from './register/scheduled-reindex.js';
+import { prepareSearchLoad, searchLoad } from './search-load/search-load.js';
 
 /**
  * The whole register through the real pipeline, then the search on it:
@@ -42,6 +43,7 @@ import { scheduledReindex } from './register/scheduled-reindex.js';
  *                             [--skip-plain] [--keep] [--reuse TAG] [--explain N] [--meili-memory 6GiB] [--prewarm]
  *                             [--mix-passes N] [--mix-during-rebuild] [--next-month [--month-back]]
  *                             [--scheduled-reindex]
+ *                             [--load [--load-queries 20000] [--load-check 600] [--connections 16]]
  *
  * Generates a register (bench/register/generate.ts, cached under /tmp/bizdir-register), imports
  * it with `bizdir import registrar --wait` into a `bizdir worker` (which also keeps the index),
@@ -79,6 +81,11 @@ import { scheduledReindex } from './register/scheduled-reindex.js';
  * `--scheduled-reindex` then saves a reindex schedule with `--when-grown 1.1` firing every minute,
  * lets the run's worker fire it, and reports the index's bytes per Org before and after against the
  * fresh build of the rebuild step (bench/register/scheduled-reindex.ts).
+ * `--load` measures the search under load instead of the single-client steps (bench/search-load/:
+ * `--load-queries` distinct queries of the hard mix over `--connections` kept-alive connections,
+ * against a plain Meilisearch index of the same names, a trivial route and a skewed mix; totals of
+ * `--load-check` distinct terms against brute force), then ends the run; with `--keep` / `--reuse`
+ * it is measured again in a minute.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -98,6 +105,12 @@ const ORGS = opt('orgs', 1_000_000);
 const PARTS = opt('parts', 1);
 const QUERIES = opt('queries', 600);
 const EXPLAIN = opt('explain', 0);
+const LOAD = flag('load');
+const LOAD_OPTIONS = {
+  connections: opt('connections', 16),
+  queries: opt('load-queries', 20_000),
+  checkTerms: opt('load-check', 600),
+};
 /** How many times the mix runs on the same API and Meilisearch processes (the first pass sets the figures). */
 const MIX_PASSES = Math.max(1, opt('mix-passes', 1));
 /**
@@ -170,8 +183,8 @@ const admin = (text: string, url = ADMIN) => runStatement(url, text);
 const children = new Set<ChildProcess>();
 
 /** A `bizdir` process (the worker, the API) as users run it: built dist/ unless BENCH_WORKER=tsx. */
-function bizdir(cmd: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [...BIZDIR_ARGS, ...cmd], {
+function bizdir(cmd: string[], env: Record<string, string>, nodeArgs: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...nodeArgs, ...BIZDIR_ARGS, ...cmd], {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -548,13 +561,17 @@ async function main() {
     // The admin token: the API then sends the detailed Server-Timing (search-timing.ts), which the
     // tail's breakdown below reads.
     const adminToken = `bench-${prefix}`;
-    api = bizdir(['serve'], {
-      ...env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DOMAIN_SUFFIX: 'bizdir.bench',
-      ADMIN_TOKEN: adminToken,
-    });
+    api = bizdir(
+      ['serve'],
+      {
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DOMAIN_SUFFIX: 'bizdir.bench',
+        ADMIN_TOKEN: adminToken,
+      },
+      (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    );
     await untilListening(`http://127.0.0.1:${port}/openapi.json`, api);
     const account = await createAccount(db, {
       name: 'bench',
@@ -576,6 +593,7 @@ async function main() {
     // its scans of millions of names (and their garbage) fall outside the timings.
     const mix = queryMix(names, QUERIES);
     let truth = bruteForceTotals(names, mix);
+    const loadPrep = LOAD ? prepareSearchLoad(names, LOAD_OPTIONS) : undefined;
     // Nothing below needs the names. Without them this process's heap is small again, and so is the
     // collector's marking, which walks what is live: with them (about 900 MB at 5.7M) one marking
     // ran 330 ms of steps in the middle of the timed requests.
@@ -603,6 +621,47 @@ async function main() {
       'warm-up (cold index)',
       `${warm.queries} queries, ${warm.unavailable} answered 503 and were retried, slowest success ${warm.slowestMs.toFixed(0)} ms`,
     );
+    if (loadPrep) {
+      phase = 'load';
+      await searchLoad(
+        {
+          db,
+          meili,
+          meiliUrl: meiliServer.url,
+          meiliKey: meiliServer.masterKey,
+          tag,
+          orgs: ORGS,
+          apiOrigin: `http://127.0.0.1:${port}`,
+          apiKey: account.api_key,
+          adminToken,
+          domainSuffix: 'bizdir.bench',
+          pids: { api: api.pid!, meilisearch: meiliPid },
+          // A second API for the skewed mix with the answer cache on (SEARCH_ANSWER_CACHE): the first
+          // keeps the shipped default.
+          startApi: async (extra: Record<string, string>) => {
+            const cachedPort = await freePort();
+            const child = bizdir(['serve'], {
+              ...env,
+              HOST: '127.0.0.1',
+              PORT: String(cachedPort),
+              DOMAIN_SUFFIX: 'bizdir.bench',
+              ADMIN_TOKEN: adminToken,
+              ...extra,
+            });
+            await untilListening(`http://127.0.0.1:${cachedPort}/openapi.json`, child);
+            return { origin: `http://127.0.0.1:${cachedPort}`, pid: child.pid! };
+          },
+          report,
+          figures,
+        },
+        LOAD_OPTIONS,
+        loadPrep,
+      );
+      console.log('\n| measure | figure |\n|---|---|');
+      for (const [k, v] of results) console.log(`| ${k} | ${v} |`);
+      console.log(JSON.stringify({ registerBench: figures }, null, 2));
+      return;
+    }
     // Meilisearch's page faults: a minor fault is its first touch of an index page already in the
     // page cache (each Meilisearch process maps its files anew), a major one a read from disk.
     const faults = () => {

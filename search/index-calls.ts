@@ -1,12 +1,12 @@
 import type { Meilisearch, SearchParams, SearchResponse } from 'meilisearch';
 import { bizdirUid } from '../shared/domains.js';
-import { LARGE_ANSWER, LARGE_ANSWER_INIT, meiliCall } from './meili-client.js';
+import { indexSearch, meiliCall } from './meili-client.js';
 import type { NameRow, OrgSearchPage } from './search-query.js';
 import { engineTimed, type SearchTiming } from './search-timing.js';
 
 /**
  * The Meilisearch calls a search makes, and what every one of them shares: the Orgs left out of
- * every answer, the connection chosen by the answer's size, the timing, and unreachable turned into
+ * every answer, the kept-alive connections (meili-client.ts indexSearch), the timing, and unreachable turned into
  * SearchUnavailableError.
  */
 export interface IndexDeps {
@@ -31,36 +31,18 @@ export const orgNotIn = (ids: Iterable<number>) => `NOT ${orgIn(ids)}`;
 
 export type Params = Omit<SearchParams, 'q'>;
 
-/** About what one hit of ids only takes in an answer (`{"id":1234567},`). */
-const ID_BYTES = 17;
-
-/**
- * About how large an answer is: a hit with more than its id (a name key, `u`) takes about four
- * times an id's bytes (`{"id":1234567,"n":"…"}`), so 40 such hits already pass the size that a
- * kept-alive connection delays (meili-client.ts LARGE_ANSWER).
- */
-function answerBytes(params: Params): number {
-  const fields = params.attributesToRetrieve;
-  const idsOnly = fields !== undefined && fields.length === 1 && fields[0] === 'id';
-  return (params.limit ?? 20) * ID_BYTES * (idsOnly ? 1 : 4);
-}
-
 /** One search of the index: a term (all its words) or none, filters, the excluded Orgs left out. */
 export async function searchIndex(deps: IndexDeps, q: string, params: Params): Promise<SearchResponse> {
-  const index = deps.meili.index(deps.indexUid);
   const { filter, ...rest } = params;
   const given = filter === undefined ? [] : Array.isArray(filter) ? filter : [filter];
   const filters = deps.exclude?.length ? [...given, orgNotIn(deps.exclude)] : given;
   const call = () =>
-    index.search(
+    indexSearch(deps.meili, deps.indexUid, {
       q,
-      {
-        ...(q === '' ? {} : { matchingStrategy: 'all' as const }),
-        ...rest,
-        ...(filters.length > 0 ? { filter: filters } : {}),
-      },
-      answerBytes(params) > LARGE_ANSWER * ID_BYTES ? LARGE_ANSWER_INIT : undefined,
-    );
+      ...(q === '' ? {} : { matchingStrategy: 'all' }),
+      ...rest,
+      ...(filters.length > 0 ? { filter: filters } : {}),
+    });
   return meiliCall(() => engineTimed(deps.timing, call));
 }
 

@@ -1,13 +1,14 @@
 import { Readable } from 'node:stream';
-import type { ExtraRequestInit, WaitOptions } from 'meilisearch';
+import type { SearchParams, SearchResponse, WaitOptions } from 'meilisearch';
 import {
   type EnqueuedTaskPromise,
   Meilisearch,
   MeilisearchApiError,
   MeilisearchError,
+  MeilisearchRequestError,
   type Task,
 } from 'meilisearch';
-import { Agent, request } from 'undici';
+import { Pool, request } from 'undici';
 import { type Config, LOCAL_DEFAULTS } from '../shared/config.js';
 
 /**
@@ -76,18 +77,67 @@ export async function meiliCall<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Answers that can be larger than about 1 KB (more than ~40 ids) are asked for on a connection of
- * their own. Meilisearch writes such an answer in more than one piece, and on a kept-alive
- * connection the kernel's delayed acknowledgement then holds the rest for tens of milliseconds,
- * where a fresh connection, which starts in quick-acknowledgement mode, does not wait
- * (docs/benchmarks.md). Pages of up to 40 ids keep the kept-alive
- * connections, so the extra connections (and their TIME_WAIT sockets) are only for the large reads;
- * search/index-calls.ts chooses by the answer's estimated size (ids only, or with keys).
+ * Searches go over kept-alive connections of one undici Pool per Meilisearch host, each request
+ * written in one piece. The client library's `fetch` writes a request's headers and body apart, and
+ * on a kept-alive connection the kernel then held the body (Nagle's algorithm) until Meilisearch's
+ * delayed acknowledgement, about 40 ms later, which is why large answers once went on fresh
+ * connections; undici's request API has neither cost, and a search pays neither a new connection
+ * nor the library's per-request Headers and abort controller (docs/search.md, Under load).
  */
-export const LARGE_ANSWER = 40;
-const freshConnections = new Agent({ pipelining: 0 });
-/** Request options for a search whose answer can pass LARGE_ANSWER ids. */
-export const LARGE_ANSWER_INIT = { dispatcher: freshConnections } as unknown as ExtraRequestInit;
+const pools = new Map<string, Pool>();
+
+function poolFor(host: string, timeoutMs: number): Pool {
+  const origin = new URL(/^https?:\/\//.test(host) ? host : `http://${host}`).origin;
+  let pool = pools.get(origin);
+  if (!pool) {
+    pool = new Pool(origin, { connectTimeout: timeoutMs, keepAliveTimeout: 30_000, pipelining: 1 });
+    pools.set(origin, pool);
+  }
+  return pool;
+}
+
+/**
+ * One search of an index, as `client.index(uid).search(q, params)` answers it, with the same errors:
+ * MeilisearchApiError when Meilisearch refuses it (its status and error code), MeilisearchRequestError
+ * when it cannot be reached or does not answer within the client's timeout (meiliCall turns those
+ * into SearchUnavailableError). A stand-in client (not a Meilisearch instance: a tracing proxy in a
+ * benchmark) is asked through its own `index().search`.
+ */
+export async function indexSearch(
+  client: Meilisearch,
+  indexUid: string,
+  body: Record<string, unknown>,
+): Promise<SearchResponse> {
+  if (!(client instanceof Meilisearch)) {
+    const standIn = client as Pick<Meilisearch, 'index'>;
+    return standIn.index(indexUid).search(body.q as string, body as SearchParams);
+  }
+  const { host, apiKey } = client.config;
+  const timeout = client.config.timeout ?? QUERY_TIMEOUT_MS;
+  const path = `${new URL(/^https?:\/\//.test(host) ? host : `http://${host}`).pathname.replace(/\/$/, '')}/indexes/${encodeURIComponent(indexUid)}/search`;
+  let status: number;
+  let text: string;
+  try {
+    const res = await poolFor(host, timeout).request({
+      path,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+      },
+      body: JSON.stringify(body),
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+    });
+    status = res.statusCode;
+    text = await res.body.text();
+  } catch (error) {
+    throw new MeilisearchRequestError(`${host}${path}`, error);
+  }
+  const parsed = text === '' ? undefined : JSON.parse(text);
+  if (status >= 300) throw new MeilisearchApiError(new Response(null, { status }), parsed);
+  return parsed as SearchResponse;
+}
 
 export class MeiliTaskFailedError extends Error {
   override name = 'MeiliTaskFailedError';

@@ -22,6 +22,11 @@ export interface OrgSearchQuery {
 export interface OrgSearchPage {
   ids: number[];
   total: number;
+  /**
+   * True when the answer is the index's as it stands, not the database's exact one: more changes
+   * wait to be indexed than are searched beside it (search-service.ts). Such an answer is not cached.
+   */
+  catchingUp?: boolean;
 }
 
 /** An Org's name and stable id, as the relevance tiers and the domain matches read them from Postgres. */

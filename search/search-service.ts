@@ -70,7 +70,8 @@ export async function searchOrgs(
     ...(timing ? { timing } : {}),
   };
   try {
-    if (!pending || pending.length === 0) return await queryOrgIds(base, full);
+    if (!pending) return { ...(await queryOrgIds(base, full)), catchingUp: true };
+    if (pending.length === 0) return await queryOrgIds(base, full);
     return await withFreshChanges(deps.db, { ...base, exclude: pending }, full);
   } catch (error) {
     // Refused by Meilisearch (a sort key or filter it does not know): an index of an older format

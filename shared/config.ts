@@ -36,6 +36,8 @@ const Env = Type.Object({
   DATA_DIR: Type.String({ minLength: 1 }),
   /** The API's in-memory cache of rendered Orgs and Locations (api/records/record-cache.ts). */
   RECORD_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  /** Search answers kept in the record cache too, while no record changes (api/search/search.routes.ts). */
+  SEARCH_ANSWER_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /**
    * Imports use a second core: register batches are prepared on a worker thread, location batches
    * load two transactions at once (docs/imports.md; measured faster on a quiet machine, so on).
@@ -102,6 +104,7 @@ const DEFAULTS = {
   MEILI_INDEX: 'orgs',
   DATA_DIR: '.data',
   RECORD_CACHE: 'on',
+  SEARCH_ANSWER_CACHE: 'off',
   IMPORT_PIPELINE: 'on',
   MEILI_MAX_INDEXING_MEMORY: '2 GiB',
   MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: 'true',
@@ -128,6 +131,7 @@ const MESSAGES: Record<string, string> = {
   MEILI_INDEX: 'must be 1-200 characters of letters, digits, _ -',
   DATA_DIR: 'must not be empty',
   RECORD_CACHE: 'must be on or off',
+  SEARCH_ANSWER_CACHE: 'must be on or off',
   IMPORT_PIPELINE: 'must be on or off',
   MEILI_MAX_INDEXING_MEMORY: 'must be a size such as 2 GiB or 512 MiB',
   MEILI_MAX_INDEXING_THREADS: 'must be a whole number of threads from 1 to 1024 (unset: half the cores)',
@@ -167,6 +171,8 @@ export interface Config {
   readonly meiliIndex: string;
   readonly dataDir: string;
   readonly recordCache: boolean;
+  /** SEARCH_ANSWER_CACHE=on (and RECORD_CACHE=on): repeated searches answered from the record cache. */
+  readonly searchAnswerCache: boolean;
   /** IMPORT_PIPELINE=on. */
   readonly importPipeline: boolean;
   readonly meiliMaxIndexingMemory: string;
@@ -235,6 +241,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     meiliIndex: v.MEILI_INDEX,
     dataDir: v.DATA_DIR,
     recordCache: v.RECORD_CACHE === 'on',
+    searchAnswerCache: v.SEARCH_ANSWER_CACHE === 'on',
     importPipeline: v.IMPORT_PIPELINE === 'on',
     meiliMaxIndexingMemory: v.MEILI_MAX_INDEXING_MEMORY,
     meiliMaxIndexingThreads: v.MEILI_MAX_INDEXING_THREADS,

@@ -66,9 +66,14 @@ export class RecordCache {
   /**
    * The record under `key`, from the cache when it is current, else from `read` (cached for the
    * next request when no change arrived meanwhile). `day` is today's UTC date: a body that depends
-   * on the date (open Location counts) is never served across midnight.
+   * on the date (open Location counts) is never served across midnight. `keep` false: what `read`
+   * gave is not cached (a search answered from an index that is catching up, say).
    */
-  async get(key: string, read: () => Promise<Rendered | undefined>): Promise<Rendered | undefined> {
+  async get(
+    key: string,
+    read: () => Promise<Rendered | undefined>,
+    keep: () => boolean = () => true,
+  ): Promise<Rendered | undefined> {
     if (!this.listener.connected) return read();
     await this.barrier();
     const day = new Date().toISOString().slice(0, 10);
@@ -79,7 +84,7 @@ export class RecordCache {
     }
     const record = await read();
     // A change that arrived while `read` ran may not be in what it read: then it is not kept.
-    if (this.listener.connected && this.generation === generation) {
+    if (this.listener.connected && this.generation === generation && keep()) {
       if (this.entries.size >= MAX_ENTRIES) {
         const oldest = this.entries.keys().next().value;
         if (oldest !== undefined) this.entries.delete(oldest);

@@ -50,6 +50,16 @@ export class RenderedRecords {
     return this.cache.get(key, () => this.readLocation(ref));
   }
 
+  /**
+   * A search answer (the rendered list of Orgs) under `key`, from the cache while no record changed
+   * since it was computed (record-cache.ts: exactly as fresh as a search of Postgres itself), else
+   * from `answer`, kept only when `exact()` says the answer was the database's exact one.
+   */
+  async searchAnswer(key: string, answer: () => Promise<Rendered>, exact: () => boolean): Promise<Rendered> {
+    if (!this.cache) return answer();
+    return (await this.cache.get(`s:${key}`, answer, exact)) ?? answer();
+  }
+
   private async readOrg(ref: OrgDomainRef): Promise<Rendered | undefined> {
     const row =
       ref.kind === 'org'

@@ -128,37 +128,52 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
       if (!isSort(sort)) throw badRequest(`sort must be one of ${SORT_LIST}`);
       checkWindow(limit, offset);
       const timing = new SearchTiming();
-      let page: Awaited<ReturnType<typeof searchOrgs>>;
-      try {
-        page = await searchOrgs(
-          { db: app.db, meili, indexUid, domainSuffix: config.domainSuffix, timing },
-          { q, sort, limit, offset },
-        );
-        app.outages.meilisearch.up();
-        olderLogged = false;
-      } catch (error) {
-        if (error instanceof IndexOutdatedError) {
-          logOlder();
-          throw serviceUnavailable(
-            'Search is unavailable until the search index is rebuilt: the operator must run `bizdir reindex`',
+      let exact = true;
+      const answer = async () => {
+        let page: Awaited<ReturnType<typeof searchOrgs>>;
+        try {
+          page = await searchOrgs(
+            { db: app.db, meili, indexUid, domainSuffix: config.domainSuffix, timing },
+            { q, sort, limit, offset },
           );
+          app.outages.meilisearch.up();
+          olderLogged = false;
+        } catch (error) {
+          if (error instanceof IndexOutdatedError) {
+            logOlder();
+            throw serviceUnavailable(
+              'Search is unavailable until the search index is rebuilt: the operator must run `bizdir reindex`',
+            );
+          }
+          if (error instanceof SearchUnavailableError) {
+            // Logged once per outage, with its end (infra plugin), not once per 503.
+            app.outages.meilisearch.down(error);
+            throw serviceUnavailable('Search is temporarily unavailable');
+          }
+          if (isIndexNotReady(error)) {
+            app.outages.meilisearch.down(error);
+            throw serviceUnavailable('Search is temporarily unavailable: the search index is not ready');
+          }
+          throw error;
         }
-        if (error instanceof SearchUnavailableError) {
-          // Logged once per outage, with its end (infra plugin), not once per 503.
-          app.outages.meilisearch.down(error);
-          throw serviceUnavailable('Search is temporarily unavailable');
-        }
-        if (isIndexNotReady(error)) {
-          app.outages.meilisearch.down(error);
-          throw serviceUnavailable('Search is temporarily unavailable: the search index is not ready');
-        }
-        throw error;
-      }
-      const orgs = await timing.db(() => orgsByIds(app.pool, page.ids));
-      const results = orgs.map((o) => toOrgView(o, config.domainSuffix));
-      // A list GET: its ETag is a hash of the page as sent (the same bytes Fastify would write), so a
-      // client polling a search gets a free 304 until the page changes.
-      const list = rendered(serializeOrgsList({ total: page.total, results }));
+        exact = page.catchingUp !== true;
+        const orgs = await timing.db(() => orgsByIds(app.pool, page.ids));
+        const results = orgs.map((o) => toOrgView(o, config.domainSuffix));
+        // A list GET: its ETag is a hash of the page as sent (the same bytes Fastify would write), so a
+        // client polling a search gets a free 304 until the page changes.
+        return rendered(serializeOrgsList({ total: page.total, results }));
+      };
+      // With SEARCH_ANSWER_CACHE=on, a repeated search is answered from the record cache while no
+      // record has changed since its answer was computed: an exact answer is a function of the records
+      // alone, so it can never be stale (record-cache.ts). An answer from an index still catching up
+      // is not kept.
+      const list = config.searchAnswerCache
+        ? await app.records.searchAnswer(
+            `${sort}\u0000${offset}\u0000${limit}\u0000${q}`,
+            answer,
+            () => exact,
+          )
+        : await answer();
       // Where this answer's time went (search/search-timing.ts), under names that tell a client
       // nothing of the stack; the detailed account only to the operator's admin token.
       const detailed = config.adminToken !== undefined && carriesAdminToken(request, config.adminToken);
