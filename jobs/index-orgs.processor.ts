@@ -1,19 +1,14 @@
 import type { Redis } from 'ioredis';
-import { importWriting, planCatchUp } from '../search/catch-up.js';
-import { ensureOrgIndex, IndexOutdatedError } from '../search/index-definition.js';
-import {
-  createMeiliClient,
-  INDEXING_TIMEOUT_MS,
-  isUnavailable,
-  meiliConnectionOf,
-} from '../search/meili-client.js';
-import { syncOutbox } from '../search/org-sync.js';
-import { rebuildForBacklog, reindex } from '../search/reindex.js';
+import { isUnavailable } from '../search/meili-client.js';
+import type { SyncResult } from '../search/org-sync.js';
+import { keepReplicaSet } from '../search/replica-set.repository.js';
+import { meiliReplicasOf } from '../search/replicas.js';
 import type { Config } from '../shared/config.js';
-import { markOutage, outageTracker } from '../shared/outage.js';
+import { markOutage, reasonOf } from '../shared/outage.js';
 import type { JobName } from '../shared/queues.js';
 import { createQueue } from './queue.js';
 import type { ProcessorFactory } from './registry.js';
+import { type ReplicaIndexer, replicaIndexer } from './replica-indexer.js';
 import { meiliDbPathOf, recordIndexBuilt } from './schedules/index-growth.js';
 import { markReindexRunRunning, settleReindexRun } from './schedules/reindex-runs.repository.js';
 
@@ -23,17 +18,31 @@ export const INDEX_JOB: JobName<'index'> = 'index-orgs';
 export const SWEEP_EVERY_MS = 1_000;
 
 /**
- * `index-orgs`: drains the search outbox into Meilisearch (search/org-sync.ts). The payload
- * only says why; Postgres (search_outbox) says what. A Meilisearch failure fails the job and leaves
- * the outbox as it was; the job's retries and the recurring sweep pick it up again.
+ * `index-orgs`: drains the search outbox into Meilisearch (search/org-sync.ts), into every replica
+ * MEILI_URL names (jobs/replica-indexer.ts), side by side. The payload only says why; Postgres
+ * (search_outbox, and each replica's pending rows) says what. A Meilisearch failure leaves that
+ * replica's progress as it was; the job fails when no replica got through, and the job's retries and
+ * the recurring sweep pick it up again.
  */
 export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
-  const meili = createMeiliClient(meiliConnectionOf(deps.config), INDEXING_TIMEOUT_MS);
+  const replicas = meiliReplicasOf(deps.config);
+  const several = replicas.length > 1;
+  const indexers = replicas.map((replica) =>
+    replicaIndexer({ db: deps.db, config: deps.config, logger: deps.logger, replica, several }),
+  );
   const indexUid = deps.config.meiliIndex;
-  let settingsApplied = false;
-  // Meilisearch away: one line when the sweep first meets it, one when a sweep gets through again
-  // (the failed sweeps in between are logged at debug by the worker).
-  const meiliOutage = outageTracker(deps.logger, 'Meilisearch');
+  // The replicas' progress rows follow this worker's MEILI_URL; done before the first run, and again
+  // after a failure.
+  let replicaSetKept = false;
+  const keepReplicas = async () => {
+    if (replicaSetKept) return;
+    const added = await keepReplicaSet(
+      deps.db,
+      replicas.flatMap((r) => (r.name === undefined ? [] : [r.name])),
+    );
+    if (added.length > 0) deps.logger.info({ replicas: added }, 'search replicas registered');
+    replicaSetKept = true;
+  };
   // The sweep is reconciled when a worker for this queue starts (idempotent across workers).
   const queue = createQueue('index', { connection: deps.connection, prefix: deps.config.queuePrefix });
   queue
@@ -45,27 +54,20 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
     .catch((err: Error) => deps.logger.warn({ err: err.message }, 'index sweep not scheduled'));
   /**
    * The index's size right after a build, which a reindex schedule's growth threshold compares with
-   * (jobs/schedules/index-growth.ts). The build is done either way: a size that cannot be read is logged.
+   * (jobs/schedules/index-growth.ts): MEILI_DB_PATH is one Meilisearch's folder, the first replica's.
+   * The build is done either way: a size that cannot be read is logged.
    */
-  const recordBuilt = async () => {
+  const recordBuilt = async (indexer: ReplicaIndexer) => {
+    if (indexer !== indexers[0]) return;
     const dbPath = meiliDbPathOf(deps.config);
     try {
-      const size = await recordIndexBuilt({ db: deps.db, meili, indexUid, dbPath });
+      const size = await recordIndexBuilt({ db: deps.db, meili: indexer.meili, indexUid, dbPath });
       if (typeof size === 'string')
         deps.logger.debug({ reason: size }, 'index size after the build not recorded');
       else deps.logger.info({ ...size }, 'index size after the build recorded');
     } catch (err) {
       deps.logger.warn({ err }, 'index size after the build not recorded');
     }
-  };
-  let waitingLogged = false;
-  // An index of an older format gets no writes (the changes wait in the outbox) until `bizdir reindex`
-  // replaces it: said once, and again if it comes back after a run got through.
-  let olderLogged = false;
-  const logOlder = () => {
-    if (olderLogged) return;
-    olderLogged = true;
-    deps.logger.warn({ index: indexUid }, new IndexOutdatedError(indexUid).message);
   };
   type IndexJob = Parameters<ReturnType<ProcessorFactory<'index-orgs'>>>[0];
   const progressOf = (job: IndexJob) => (done: number, total: number) => {
@@ -74,87 +76,113 @@ export const indexOrgsProcessor: ProcessorFactory<'index-orgs'> = (deps) => {
       .updateProgress({ done, total })
       .catch((err: unknown) => deps.logger.debug({ err, done, total }, 'rebuild progress not recorded'));
   };
-  const run = async (job: IndexJob, signal: AbortSignal | undefined) => {
-    if (!settingsApplied) {
-      if ((await ensureOrgIndex(meili, indexUid)) === 'older') logOlder();
-      settingsApplied = true;
+  /** Runs `work` on one replica, telling its outage log how it went. */
+  const tracked = async <T>(indexer: ReplicaIndexer, work: () => Promise<T>): Promise<T> => {
+    try {
+      const value = await work();
+      indexer.outage.up();
+      return value;
+    } catch (error) {
+      if (isUnavailable(error)) indexer.outage.down(error);
+      throw error;
     }
-    const sync = () => syncOutbox({ db: deps.db, meili, indexUid });
-    if (job.data.rebuild) {
-      const scheduled = job.data.scheduleRun;
-      if (scheduled !== undefined) await markReindexRunRunning(deps.db, scheduled);
-      try {
-        const result = await reindex(
-          { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
-          {
-            sync,
-            onProgress: progressOf(job),
-            ...(signal ? { signal } : {}),
-          },
-        );
-        deps.logger.info({ ...result }, 'search index rebuilt');
-        await recordBuilt();
-        if (scheduled !== undefined) {
-          const reason = `rebuilt: ${result.documents} Orgs, ${result.replayed} replayed, ${(result.ms / 1000).toFixed(1)} s`;
-          await settleReindexRun(deps.db, scheduled, { status: 'succeeded', reason, result: { ...result } });
+  };
+  /**
+   * While a replica's index is rebuilt, the others (and that one's live index) keep syncing; a
+   * replica that is away is left to its outage log here, so it does not stop the rebuild of another.
+   */
+  const syncAll = async () => {
+    if (!several) return indexers[0]!.sync();
+    const settled = await Promise.allSettled(indexers.map((i) => tracked(i, i.sync)));
+    for (const s of settled) if (s.status === 'rejected' && !isUnavailable(s.reason)) throw s.reason;
+    return undefined;
+  };
+  /** `bizdir reindex`: each replica in turn, so the others serve the API while one is rebuilt. */
+  const rebuildAll = async (job: IndexJob, signal: AbortSignal | undefined) => {
+    const scheduled = job.data.scheduleRun;
+    if (scheduled !== undefined) await markReindexRunRunning(deps.db, scheduled);
+    try {
+      const results = [];
+      const failed: string[] = [];
+      let firstError: unknown;
+      for (const indexer of indexers) {
+        try {
+          const result = await tracked(indexer, () =>
+            indexer.rebuild({ sync: syncAll, onProgress: progressOf(job), signal }),
+          );
+          deps.logger.info(
+            { ...result, ...(several ? { replica: indexer.replica.label } : {}) },
+            'search index rebuilt',
+          );
+          await recordBuilt(indexer);
+          results.push(result);
+        } catch (error) {
+          // One replica failing does not keep the others on their old index; the job fails after.
+          if (!several || signal?.aborted) throw error;
+          deps.logger.warn(
+            { replica: indexer.replica.label, err: reasonOf(error) },
+            'search index not rebuilt',
+          );
+          failed.push(`${indexer.replica.label}: ${reasonOf(error)}`);
+          firstError ??= error;
         }
-        return result;
-      } catch (error) {
-        // Its last attempt: the scheduled run must not stay "running" for ever.
-        if (scheduled !== undefined && job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-          const reason = error instanceof Error ? error.message : String(error);
-          await settleReindexRun(deps.db, scheduled, { status: 'failed', reason });
-        }
-        throw error;
       }
-    }
-    // A backlog too large to sync well (a bulk import) is rebuilt: after the import, or during it.
-    const plan = await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog);
-    if (plan.action === 'wait' && !deps.config.searchRebuildDuringImport) {
-      if (!waitingLogged) {
-        deps.logger.info(
-          { pending: plan.pending, documents: plan.documents, importsRunning: plan.importsRunning },
-          'search index far behind: waiting for the running import, then rebuilding it',
-        );
-        waitingLogged = true;
+      if (firstError !== undefined) {
+        throw new Error(`search index not rebuilt on ${failed.join('; ')}`, { cause: firstError });
       }
-      return { ran: false, indexed: 0, removed: 0, batches: 0, waiting: plan.pending };
-    }
-    waitingLogged = false;
-    if (plan.action !== 'sync') {
-      // `wait` with SEARCH_REBUILD_DURING_IMPORT: the new index follows the import until it ends.
-      const follow = plan.action === 'wait' ? { follow: () => importWriting(deps.db) } : {};
-      const rebuilt = await rebuildForBacklog(
-        { db: deps.db, meili, indexUid, log: (line) => deps.logger.info(line) },
-        { onProgress: progressOf(job), ...follow, ...(signal ? { signal } : {}) },
-      );
-      if (rebuilt.ran) {
-        deps.logger.info({ reason: job.data.reason, ...rebuilt }, 'search index rebuilt to catch up');
-        await recordBuilt();
+      const documents = results[0]?.documents ?? 0;
+      const replayed = results.reduce((n, r) => n + r.replayed, 0);
+      const ms = results.reduce((n, r) => n + r.ms, 0);
+      if (scheduled !== undefined) {
+        const reason = `rebuilt: ${documents} Orgs, ${replayed} replayed, ${(ms / 1000).toFixed(1)} s${several ? ` on ${results.length} replicas` : ''}`;
+        await settleReindexRun(deps.db, scheduled, {
+          status: 'succeeded',
+          reason,
+          result: { ...results[0]!, replayed, ms },
+        });
       }
+      return results.length === 1 ? results[0]! : { documents, replayed, ms, replicas: results.length };
+    } catch (error) {
+      // Its last attempt: the scheduled run must not stay "running" for ever.
+      if (scheduled !== undefined && job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+        const reason = error instanceof Error ? error.message : String(error);
+        await settleReindexRun(deps.db, scheduled, { status: 'failed', reason });
+      }
+      throw error;
     }
-    // The backlog can grow past the threshold while this run drains it: look again as it goes.
-    const result = await syncOutbox(
-      { db: deps.db, meili, indexUid },
-      {
-        keepGoing: async () =>
-          !signal?.aborted &&
-          (await planCatchUp(deps.db, meili, indexUid, deps.config.searchRebuildBacklog)).action === 'sync',
-      },
+  };
+  /** Every replica caught up side by side; fails only when none got through. */
+  const catchUpAll = async (job: IndexJob, signal: AbortSignal | undefined) => {
+    const options = {
+      reason: job.data.reason,
+      signal,
+      onProgress: progressOf(job),
+    };
+    const settled = await Promise.allSettled(
+      indexers.map((indexer) =>
+        tracked(indexer, () => indexer.catchUp({ ...options, onBuilt: () => recordBuilt(indexer) })),
+      ),
     );
-    if (result.olderIndex) logOlder();
-    else if (result.ran) olderLogged = false;
-    if (result.batches > 0) deps.logger.info({ reason: job.data.reason, ...result }, 'search index updated');
-    return result;
+    const done = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (done.length === 0 || (failure && !isUnavailable(failure.reason))) throw failure!.reason;
+    if (done.length === 1 && !several) return done[0]!;
+    return done.reduce<SyncResult>(
+      (sum, r) => ({
+        ran: sum.ran || r.ran,
+        indexed: sum.indexed + r.indexed,
+        removed: sum.removed + r.removed,
+        batches: sum.batches + r.batches,
+      }),
+      { ran: false, indexed: 0, removed: 0, batches: 0 },
+    );
   };
   return async (job, _token, signal) => {
     try {
-      const result = await run(job, signal);
-      meiliOutage.up();
-      return result;
+      await keepReplicas();
+      return job.data.rebuild ? await rebuildAll(job, signal) : await catchUpAll(job, signal);
     } catch (error) {
       if (!isUnavailable(error)) throw error;
-      meiliOutage.down(error);
       throw markOutage(error);
     }
   };

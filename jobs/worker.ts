@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { failRun } from '../ingest/import-run.js';
 import { failPartFor, IMPORT_JOB_CONNECTIONS } from '../ingest/run-import.js';
 import { INDEX_JOB_CONNECTIONS } from '../search/index-sync.repository.js';
+import { meiliReplicasOf } from '../search/replicas.js';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
 import type { Logger } from '../shared/logger.js';
@@ -52,10 +53,20 @@ const CONNECTIONS_PER_JOB: Record<QueueName, number> = {
  */
 const SHARED_CONNECTIONS: Partial<Record<QueueName, number>> = { webhooks: 4 };
 
-/** Jobs at once of a queue whose own setting wins over --concurrency (webhooks: WEBHOOKS_CONCURRENCY). */
+/**
+ * Jobs at once of a queue whose own setting wins over --concurrency (webhooks: WEBHOOKS_CONCURRENCY).
+ * With several Meilisearch replicas the index queue runs two jobs at least: a job waiting on a
+ * replica that hangs must not keep the next job from syncing the others (each replica has its own
+ * lock, so the second job skips the one still held).
+ */
 function queueConcurrency(queue: QueueName, config: Config, concurrency: number | undefined): number {
-  return queue === 'webhooks' ? config.webhooksConcurrency : (concurrency ?? 1);
+  if (queue === 'webhooks') return config.webhooksConcurrency;
+  if (queue === 'index') return indexConcurrency(concurrency ?? 1, meiliReplicasOf(config).length);
+  return concurrency ?? 1;
 }
+
+const indexConcurrency = (concurrency: number, replicas: number) =>
+  replicas > 1 ? Math.max(2, concurrency) : concurrency;
 
 /**
  * The Postgres pool a worker process needs: each queue it runs takes `concurrency` jobs at once, and
@@ -66,14 +77,14 @@ function queueConcurrency(queue: QueueName, config: Config, concurrency: number 
 export function workerPoolSize(
   concurrency: number,
   queues: readonly QueueName[] = registeredQueues(),
+  replicas = 1,
 ): number {
-  return (
-    1 +
-    queues.reduce(
-      (sum, queue) => sum + (SHARED_CONNECTIONS[queue] ?? 0) + concurrency * CONNECTIONS_PER_JOB[queue],
-      0,
-    )
-  );
+  // An index job works on every replica at once, each with its lock's connection and one more.
+  const perJob = (queue: QueueName) =>
+    queue === 'index'
+      ? indexConcurrency(concurrency, replicas) * CONNECTIONS_PER_JOB.index * replicas
+      : concurrency * CONNECTIONS_PER_JOB[queue];
+  return 1 + queues.reduce((sum, queue) => sum + (SHARED_CONNECTIONS[queue] ?? 0) + perJob(queue), 0);
 }
 
 export function createWorkerDeps(config: Config, db: Db, connection: Redis, logger: Logger): WorkerDeps {

@@ -1,6 +1,6 @@
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
-import { type BacklogState, backlogState } from './index-sync.repository.js';
+import { type BacklogState, backlogState, type ReplicaName } from './index-sync.repository.js';
 import { indexExists } from './meili-client.js';
 
 /**
@@ -37,15 +37,17 @@ export interface CatchUpPlan {
 }
 
 /**
- * Decides how the indexer deals with the outbox now. `minOrgs` 0 turns rebuilding off (always sync).
+ * Decides how the indexer deals with the outbox now (with replicas, with the part `replica` has
+ * pending, on `meili`, that replica). `minOrgs` 0 turns rebuilding off (always sync).
  */
 export async function planCatchUp(
   db: Db,
   meili: Meilisearch,
   indexUid: string,
   minOrgs: number,
+  replica?: ReplicaName,
 ): Promise<CatchUpPlan> {
-  const row = await backlogState(db);
+  const row = await backlogState(db, replica);
   const plan = (action: CatchUpAction, documents = 0): CatchUpPlan => ({
     action,
     pending: row.pending,

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { InOrder } from '../shared/in-order.js';
-import { outboxRows, outboxSeqs } from './index-sync.repository.js';
+import { outboxRows, outboxSeqs, type ReplicaName } from './index-sync.repository.js';
 import { streamDocuments, taskSucceeded } from './meili-client.js';
 import { toOrgDocument, withUid } from './org-document.js';
 import { countOrgs, orgRowsAfter, readOrgRows } from './org-rows.read-model.js';
@@ -17,6 +17,8 @@ import { checkStopped, unlessStopped } from './rebuild-stop.js';
 export interface FillDeps {
   db: Db;
   meili: Meilisearch;
+  /** The replica `meili` is, with several (search/replicas.ts): its lock and its pending outbox rows. */
+  replica?: ReplicaName;
 }
 
 export interface FillOptions {
@@ -135,7 +137,7 @@ export async function followOutbox(
       checkStopped(signal);
       // Asked before reading: when it says the writers stopped, this read sees all they wrote.
       const still = await writing();
-      const seqs = (await outboxSeqs(deps.db)).filter((seq) => !covered.has(seq));
+      const seqs = (await outboxSeqs(deps.db, deps.replica)).filter((seq) => !covered.has(seq));
       if (seqs.length === 0) {
         if (!still) break;
         await unlessStopped(sleep(FOLLOW_POLL_MS), signal);

@@ -2,7 +2,12 @@ import type { Meilisearch } from 'meilisearch';
 import type { Db } from '../shared/db.js';
 import { InOrder } from '../shared/in-order.js';
 import { indexState } from './index-definition.js';
-import { settleOutboxBatch, takeOutboxBatch, withIndexerLock } from './index-sync.repository.js';
+import {
+  type ReplicaName,
+  settleOutboxBatch,
+  takeOutboxBatch,
+  withIndexerLock,
+} from './index-sync.repository.js';
 import { succeeded } from './meili-client.js';
 import { type OrgRowForIndex, toOrgDocument } from './org-document.js';
 import { readOrgRows } from './org-rows.read-model.js';
@@ -19,6 +24,8 @@ export interface SyncDeps {
   meili: Meilisearch;
   /** The live index name (config MEILI_INDEX). */
   indexUid: string;
+  /** The replica `meili` is, with several (search/replicas.ts): its own lock and progress. */
+  replica?: ReplicaName;
 }
 
 export interface SyncOptions {
@@ -80,44 +87,50 @@ export async function syncOutbox(deps: SyncDeps, options: SyncOptions = {}): Pro
   const batchIds = options.batchIds ?? 20_000;
   const depth = options.depth ?? 3;
   const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
-  const result = await withIndexerLock(deps.db, false, async () => {
-    let indexed = 0;
-    let removed = 0;
-    let batches = 0;
-    let lastSeq = 0;
-    // Read under the lock: a rebuild swaps its index in only while holding it.
-    if ((await indexState(deps.meili, deps.indexUid)) === 'older')
-      return { indexed, removed, batches, olderIndex: true as const };
-    // Batches are settled (outbox rows deleted) in the order they were taken, each once its task
-    // succeeded, so the outbox never loses a row whose change is not in the index yet.
-    const writes = new InOrder<Batch>(depth, async (batch) => {
-      await settleOutboxBatch(deps.db, batch.seqs, batch.ids);
-      indexed += batch.ids.length - batch.removed;
-      removed += batch.removed;
-    });
-    try {
-      let asked = Date.now();
-      while (batches < maxBatches) {
-        if (options.keepGoing && Date.now() - asked >= (options.keepGoingEveryMs ?? KEEP_GOING_EVERY_MS)) {
-          if (!(await options.keepGoing())) break;
-          asked = Date.now();
+  const { replica } = deps;
+  const result = await withIndexerLock(
+    deps.db,
+    false,
+    async () => {
+      let indexed = 0;
+      let removed = 0;
+      let batches = 0;
+      let lastSeq = 0;
+      // Read under the lock: a rebuild swaps its index in only while holding it.
+      if ((await indexState(deps.meili, deps.indexUid)) === 'older')
+        return { indexed, removed, batches, olderIndex: true as const };
+      // Batches are settled (outbox rows deleted) in the order they were taken, each once its task
+      // succeeded, so the outbox never loses a row whose change is not in the index yet.
+      const writes = new InOrder<Batch>(depth, async (batch) => {
+        await settleOutboxBatch(deps.db, batch.seqs, batch.ids, replica);
+        indexed += batch.ids.length - batch.removed;
+        removed += batch.removed;
+      });
+      try {
+        let asked = Date.now();
+        while (batches < maxBatches) {
+          if (options.keepGoing && Date.now() - asked >= (options.keepGoingEveryMs ?? KEEP_GOING_EVERY_MS)) {
+            if (!(await options.keepGoing())) break;
+            asked = Date.now();
+          }
+          const rows = await takeOutboxBatch(deps.db, lastSeq, batchIds, replica);
+          if (rows.length === 0) break;
+          lastSeq = rows[rows.length - 1]!.seq;
+          const ids = [...new Set(rows.flatMap((r) => r.org_ids))];
+          const { rows: orgRows, gone } = await readOrgRows(deps.db, ids);
+          const batch = { seqs: rows.map((r) => r.seq), ids, removed: gone.length };
+          batches++;
+          await writes.add(writeDocuments(deps.meili, deps.indexUid, orgRows, gone).then(() => batch));
         }
-        const rows = await takeOutboxBatch(deps.db, lastSeq, batchIds);
-        if (rows.length === 0) break;
-        lastSeq = rows[rows.length - 1]!.seq;
-        const ids = [...new Set(rows.flatMap((r) => r.org_ids))];
-        const { rows: orgRows, gone } = await readOrgRows(deps.db, ids);
-        const batch = { seqs: rows.map((r) => r.seq), ids, removed: gone.length };
-        batches++;
-        await writes.add(writeDocuments(deps.meili, deps.indexUid, orgRows, gone).then(() => batch));
+        await writes.drain();
+      } finally {
+        // On failure, let the other requests finish before the lock is released, so a next run cannot
+        // overtake a write that is still in flight.
+        await writes.quiesce();
       }
-      await writes.drain();
-    } finally {
-      // On failure, let the other requests finish before the lock is released, so a next run cannot
-      // overtake a write that is still in flight.
-      await writes.quiesce();
-    }
-    return { indexed, removed, batches };
-  });
+      return { indexed, removed, batches };
+    },
+    replica,
+  );
   return result.locked ? { ran: true, ...result.value } : { ran: false, indexed: 0, removed: 0, batches: 0 };
 }

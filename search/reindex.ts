@@ -52,6 +52,15 @@ export interface ReindexResult {
   ms: number;
 }
 
+/**
+ * A new index's name suffix: the start time, and a few random characters so that replicas rebuilding
+ * at the same moment register different names (search_reindex's key).
+ */
+const buildSuffix = (started: number) =>
+  `${started.toString(36)}${Math.floor(Math.random() * 36 ** 3)
+    .toString(36)
+    .padStart(3, '0')}`;
+
 /** Rows of the replay written into the new index per task, under the indexer lock before the swap. */
 const REPLAY_CHUNK = 20_000;
 
@@ -65,7 +74,7 @@ import { reasonOf } from '../shared/outage.js';
 
 /** Drops registrations (and their half-built indexes) left by a rebuild that died. */
 async function clearStaleRebuilds(deps: ReindexDeps): Promise<void> {
-  for (const target of await registeredRebuilds(deps.db)) {
+  for (const target of await registeredRebuilds(deps.db, deps.replica)) {
     if (target !== deps.indexUid) await deps.meili.deleteIndexIfExists(target);
     await unregisterRebuild(deps.db, target);
   }
@@ -110,44 +119,50 @@ export async function rebuildForBacklog(
   } = {},
 ): Promise<CatchUpResult> {
   const started = Date.now();
-  const target = `${deps.indexUid}__catchup_${started.toString(36)}`;
+  const target = `${deps.indexUid}__catchup_${buildSuffix(started)}`;
   const log = deps.log ?? (() => undefined);
-  const locked = await withIndexerLock(deps.db, false, async () => {
-    const covered = await outboxSizes(deps.db);
-    // The Orgs the bulk load reads: every later insert has an outbox row that is not in `covered`.
-    const upTo = options.follow ? await maxOrgId(deps.db) : undefined;
-    await clearStaleRebuilds(deps);
-    // Registered so that a crash leaves nothing behind: the next rebuild drops what is registered.
-    await registerRebuild(deps.db, target);
-    try {
-      await liveIndexForSwap(deps);
-      await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
-      const ids = covered.reduce((n, r) => n + r.id_count, 0);
-      log(`search index ${ids} Org changes behind: building ${target} instead of syncing them`);
-      const documents = await bulkLoad(deps, target, options, upTo);
-      const seqs = new Set(covered.map((r) => r.seq));
-      let followed = 0;
-      if (options.follow) {
-        log(`loaded ${documents} Orgs into ${target}; following the running import`);
-        followed = await followOutbox(deps, target, seqs, options.follow, options);
+  const { replica } = deps;
+  const locked = await withIndexerLock(
+    deps.db,
+    false,
+    async () => {
+      const covered = await outboxSizes(deps.db, replica);
+      // The Orgs the bulk load reads: every later insert has an outbox row that is not in `covered`.
+      const upTo = options.follow ? await maxOrgId(deps.db) : undefined;
+      await clearStaleRebuilds(deps);
+      // Registered so that a crash leaves nothing behind: the next rebuild drops what is registered.
+      await registerRebuild(deps.db, target, replica);
+      try {
+        await liveIndexForSwap(deps);
+        await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
+        const ids = covered.reduce((n, r) => n + r.id_count, 0);
+        log(`search index ${ids} Org changes behind: building ${target} instead of syncing them`);
+        const documents = await bulkLoad(deps, target, options, upTo);
+        const seqs = new Set(covered.map((r) => r.seq));
+        let followed = 0;
+        if (options.follow) {
+          log(`loaded ${documents} Orgs into ${target}; following the running import`);
+          followed = await followOutbox(deps, target, seqs, options.follow, options);
+        }
+        log(`loaded ${documents + followed} Orgs into ${target}; building sorts and filters`);
+        await unlessStopped(
+          succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS),
+          options.signal,
+        );
+        checkStopped(options.signal);
+        await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
+        await deleteOutboxRows(deps.db, [...seqs], replica);
+        await unregisterRebuild(deps.db, target);
+        // `target` now holds the retired index.
+        await succeeded(deps.meili.deleteIndex(target));
+        return { documents, followed, covered: ids + followed };
+      } catch (error) {
+        await dropFailedBuild(deps, target);
+        throw error;
       }
-      log(`loaded ${documents + followed} Orgs into ${target}; building sorts and filters`);
-      await unlessStopped(
-        succeeded(deps.meili.index(target).updateSettings(ORG_INDEX_SETTINGS), SETTINGS_TIMEOUT_MS),
-        options.signal,
-      );
-      checkStopped(options.signal);
-      await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
-      await deleteOutboxRows(deps.db, [...seqs]);
-      await unregisterRebuild(deps.db, target);
-      // `target` now holds the retired index.
-      await succeeded(deps.meili.deleteIndex(target));
-      return { documents, followed, covered: ids + followed };
-    } catch (error) {
-      await dropFailedBuild(deps, target);
-      throw error;
-    }
-  });
+    },
+    replica,
+  );
   if (!locked.locked) return { ran: false, documents: 0, followed: 0, covered: 0, ms: Date.now() - started };
   return { ran: true, ...locked.value, ms: Date.now() - started };
 }
@@ -175,16 +190,22 @@ async function dropFailedBuild(deps: ReindexDeps, target: string): Promise<void>
 
 export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): Promise<ReindexResult> {
   const started = Date.now();
-  const target = `${deps.indexUid}__build_${started.toString(36)}`;
+  const target = `${deps.indexUid}__build_${buildSuffix(started)}`;
+  const { replica } = deps;
   const log = deps.log ?? (() => undefined);
   await liveIndexForSwap(deps);
   // The new index starts with the words only; filters and sorts are built once, after the bulk load
   // (cheaper than maintaining them document batch by document batch).
   await ensureOrgIndex(deps.meili, target, ORG_INDEX_LOAD_SETTINGS);
-  await withIndexerLock(deps.db, true, async () => {
-    await clearStaleRebuilds(deps);
-    await registerRebuild(deps.db, target);
-  });
+  await withIndexerLock(
+    deps.db,
+    true,
+    async () => {
+      await clearStaleRebuilds(deps);
+      await registerRebuild(deps.db, target, replica);
+    },
+    replica,
+  );
   log(`building ${target}`);
   try {
     const documents = await bulkLoad(deps, target, options);
@@ -195,19 +216,24 @@ export async function reindex(deps: ReindexDeps, options: ReindexOptions = {}): 
     );
     checkStopped(options.signal);
     log('replaying changes and swapping');
-    const swapped = await withIndexerLock(deps.db, true, async () => {
-      // A later `reindex` clears older registrations (and their indexes): never swap a stale build in.
-      if (!(await registeredRebuilds(deps.db)).includes(target))
-        throw new Error(`rebuild ${target} was superseded by a newer one`);
-      const ids = await replayedOrgIds(deps.db, target);
-      for (let i = 0; i < ids.length; i += REPLAY_CHUNK) {
-        const { rows, gone } = await readOrgRows(deps.db, ids.slice(i, i + REPLAY_CHUNK));
-        await writeDocuments(deps.meili, target, rows, gone);
-      }
-      await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
-      await unregisterRebuild(deps.db, target);
-      return ids.length;
-    });
+    const swapped = await withIndexerLock(
+      deps.db,
+      true,
+      async () => {
+        // A later `reindex` clears older registrations (and their indexes): never swap a stale build in.
+        if (!(await registeredRebuilds(deps.db, replica)).includes(target))
+          throw new Error(`rebuild ${target} was superseded by a newer one`);
+        const ids = await replayedOrgIds(deps.db, target);
+        for (let i = 0; i < ids.length; i += REPLAY_CHUNK) {
+          const { rows, gone } = await readOrgRows(deps.db, ids.slice(i, i + REPLAY_CHUNK));
+          await writeDocuments(deps.meili, target, rows, gone);
+        }
+        await succeeded(deps.meili.swapIndexes([{ indexes: [deps.indexUid, target], rename: false }]));
+        await unregisterRebuild(deps.db, target);
+        return ids.length;
+      },
+      replica,
+    );
     const replayed = swapped.locked ? swapped.value : 0;
     // `target` now holds the retired index.
     await succeeded(deps.meili.deleteIndex(target));

@@ -38,8 +38,17 @@ export async function namesOf(db: Db, ids: readonly number[]): Promise<Map<numbe
  */
 export const FRESH_MAX = 1_000;
 
-/** The ids of the Orgs changed but not yet confirmed in the index, or null when there are too many. */
-export async function pendingOrgIds(db: Db, max = FRESH_MAX): Promise<number[] | null> {
+/**
+ * The ids of the Orgs changed but not yet confirmed in the index, or null when there are too many.
+ * With replicas (search/replicas.ts), those `replica` has not confirmed; for a replica the indexer
+ * has not registered yet, the whole outbox (a superset: leaving out and matching an Org the index
+ * already holds changes no answer).
+ */
+export async function pendingOrgIds(db: Db, max = FRESH_MAX, replica?: string): Promise<number[] | null> {
+  if (replica !== undefined) {
+    const mine = await replicaPendingOrgIds(db, max, replica);
+    if (mine !== 'unregistered') return mine;
+  }
   // `id_count` (migration 0019_outbox_id_count) is stored beside each row, so the size check reads
   // no id array; `max + 1` rows of at least one id each already exceed max.
   const { rows } = await sql<{ ids: string[] | null; over: boolean }>`
@@ -51,6 +60,26 @@ export async function pendingOrgIds(db: Db, max = FRESH_MAX): Promise<number[] |
   );
   const row = rows[0];
   if (!row || row.over) return null;
+  return (row.ids ?? []).map(Number);
+}
+
+async function replicaPendingOrgIds(
+  db: Db,
+  max: number,
+  replica: string,
+): Promise<number[] | null | 'unregistered'> {
+  const { rows } = await sql<{ registered: boolean; ids: string[] | null; over: boolean }>`
+    with head as (select o.id_count from search_replica_pending p join search_outbox o on o.seq = p.seq
+                  where p.replica = ${replica} order by p.seq limit ${max + 1})
+    select exists (select 1 from search_replicas where name = ${replica}) as registered,
+           (select coalesce(sum(id_count), 0) from head) > ${max} as over,
+           case when (select coalesce(sum(id_count), 0) from head) > ${max} then null
+                else (select array_agg(distinct x) from search_replica_pending p
+                        join search_outbox o on o.seq = p.seq, unnest(o.org_ids) x
+                      where p.replica = ${replica}) end as ids`.execute(db);
+  const row = rows[0];
+  if (!row?.registered) return 'unregistered';
+  if (row.over) return null;
   return (row.ids ?? []).map(Number);
 }
 

@@ -79,3 +79,23 @@ export async function verifyIndex(db: Db, meili: Meilisearch, indexUid: string):
 export function driftCount(report: DriftReport): number {
   return report.missing.count + report.extra.count + report.stale.count;
 }
+
+export interface ReplicaDrift {
+  /** The replica (its URL). */
+  replica: string;
+  report: DriftReport;
+}
+
+/**
+ * `bizdir reindex --verify` over every replica (search/replicas.ts), one after the other (each reads
+ * the whole index): a report per replica.
+ */
+export async function verifyReplicas(
+  db: Db,
+  replicas: readonly { label: string; meili: Meilisearch }[],
+  indexUid: string,
+): Promise<ReplicaDrift[]> {
+  const out: ReplicaDrift[] = [];
+  for (const r of replicas) out.push({ replica: r.label, report: await verifyIndex(db, r.meili, indexUid) });
+  return out;
+}

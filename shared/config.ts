@@ -8,7 +8,8 @@ import Value from 'typebox/value';
 const Env = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  MEILI_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  /** One Meilisearch, or several replicas of the same index separated by commas (docs/scaling.md). */
+  MEILI_URL: Type.Optional(Type.String({ pattern: '^https?://[^,\\s]+(\\s*,\\s*https?://[^,\\s]+)*$' })),
   MEILI_MASTER_KEY: Type.Optional(Type.String({ minLength: 1 })),
   DOMAIN_SUFFIX: Type.String({
     pattern: '^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$',
@@ -119,7 +120,7 @@ const DEFAULTS = {
 const MESSAGES: Record<string, string> = {
   DATABASE_URL: 'must be a postgres:// or postgresql:// URL',
   REDIS_URL: 'must be a redis:// or rediss:// URL',
-  MEILI_URL: 'must be an http:// or https:// URL',
+  MEILI_URL: 'must be an http:// or https:// URL, or several separated by commas',
   MEILI_MASTER_KEY: 'must not be empty when set',
   DOMAIN_SUFFIX: 'must be a lower-case DNS name such as bizdir.test',
   HOST: 'must not be empty',
@@ -159,7 +160,10 @@ const NUMERIC = new Set([
 export interface Config {
   readonly databaseUrl: string | undefined;
   readonly redisUrl: string | undefined;
+  /** The first (or only) Meilisearch of MEILI_URL. */
   readonly meiliUrl: string | undefined;
+  /** Every Meilisearch replica MEILI_URL names, in its order (empty when unset). */
+  readonly meiliUrls: readonly string[];
   readonly meiliMasterKey: string | undefined;
   readonly domainSuffix: string;
   readonly host: string;
@@ -222,14 +226,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // or the first client to use it fails with a bare "Invalid URL" that names nothing.
   for (const variable of ['DATABASE_URL', 'REDIS_URL', 'MEILI_URL'] as const) {
     const value = raw[variable];
-    if (typeof value === 'string' && !URL.canParse(value))
+    if (typeof value === 'string' && !listOf(value).every((url) => URL.canParse(url)))
       throw new ConfigError(variable, `${MESSAGES[variable]} (this one does not parse)`);
   }
   const v = raw as EnvValues;
+  const meiliUrls = v.MEILI_URL === undefined ? [] : listOf(v.MEILI_URL);
+  if (new Set(meiliUrls).size !== meiliUrls.length)
+    throw new ConfigError('MEILI_URL', 'names a replica twice');
   return Object.freeze({
     databaseUrl: v.DATABASE_URL,
     redisUrl: v.REDIS_URL,
-    meiliUrl: v.MEILI_URL,
+    meiliUrl: meiliUrls[0],
+    meiliUrls: Object.freeze(meiliUrls),
     meiliMasterKey: v.MEILI_MASTER_KEY,
     domainSuffix: v.DOMAIN_SUFFIX,
     host: v.HOST,
@@ -255,6 +263,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhooksConcurrency: v.WEBHOOKS_CONCURRENCY,
   });
 }
+
+/** A comma-separated list's items, trimmed (a single URL is a list of one). */
+const listOf = (value: string) => value.split(',').map((item) => item.trim());
 
 /** The default local services, used where a URL is not configured and nothing embedded runs. */
 export const LOCAL_DEFAULTS = {

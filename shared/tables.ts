@@ -311,6 +311,8 @@ export interface SearchOutboxTable {
 export interface SearchReindexTable {
   target: string;
   started_at: Timestamp;
+  /** The replica whose index is rebuilt ('' with one Meilisearch; migration 0030_search_replicas). */
+  replica: Generated<string>;
 }
 
 export interface SearchReindexReplayTable {
@@ -318,8 +320,22 @@ export interface SearchReindexReplayTable {
   org_ids: BigintIds;
 }
 
+/** Migration 0030_search_replicas: the Meilisearch replicas, while more than one is configured. */
+export interface SearchReplicasTable {
+  name: string;
+  added_at: Generated<Timestamp>;
+}
+
+/** The outbox rows a replica has not confirmed yet (written by a trigger on search_outbox). */
+export interface SearchReplicaPendingTable {
+  replica: string;
+  seq: number;
+}
+
 export interface Database {
   search_outbox: SearchOutboxTable;
+  search_replicas: SearchReplicasTable;
+  search_replica_pending: SearchReplicaPendingTable;
   search_reindex: SearchReindexTable;
   search_reindex_replay: SearchReindexReplayTable;
 }

@@ -10,6 +10,8 @@ import {
   meiliConnectionOf,
   SearchUnavailableError,
 } from '../../search/meili-client.js';
+import { ReplicaPicker } from '../../search/replica-picker.js';
+import { meiliReplicasOf } from '../../search/replicas.js';
 import { MAX_Q_LENGTH, ORG_SORTS, type OrgSort } from '../../search/search-query.js';
 import { searchOrgs } from '../../search/search-service.js';
 import { SearchTiming } from '../../search/search-timing.js';
@@ -57,6 +59,9 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const config = app.config;
   const meili = createMeiliClient(meiliConnectionOf(config));
+  // Several replicas (MEILI_URL lists them): each search asks one in turn (search/replica-picker.ts).
+  const replicas = meiliReplicasOf(config);
+  const picker = replicas.length > 1 ? new ReplicaPicker(replicas) : undefined;
   const indexUid = config.meiliIndex;
   const orgsByIds = prepareOrgsByIds(app.db);
 
@@ -72,13 +77,18 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
   // Settings are applied at start-up, without waiting for it: a Meilisearch that is not up yet must
   // not stop the API (its failure is logged here, and searches answer 503 meanwhile).
   app.addHook('onReady', async () => {
-    ensureOrgIndex(createMeiliClient(meiliConnectionOf(config), INDEXING_TIMEOUT_MS), indexUid).then(
-      (state) => {
-        if (state === 'older') logOlder();
-      },
-      (err: unknown) =>
-        app.log.warn({ err: reasonOf(err) }, 'search index settings not applied (Meilisearch unreachable?)'),
-    );
+    for (const replica of replicas) {
+      ensureOrgIndex(createMeiliClient(replica.conn, INDEXING_TIMEOUT_MS), indexUid).then(
+        (state) => {
+          if (state === 'older') logOlder();
+        },
+        (err: unknown) =>
+          app.log.warn(
+            { err: reasonOf(err), ...(picker ? { replica: replica.label } : {}) },
+            'search index settings not applied (Meilisearch unreachable?)',
+          ),
+      );
+    }
   });
 
   app.get(
@@ -133,7 +143,14 @@ export const searchRoutes: FastifyPluginAsync = async (root) => {
         let page: Awaited<ReturnType<typeof searchOrgs>>;
         try {
           page = await searchOrgs(
-            { db: app.db, meili, indexUid, domainSuffix: config.domainSuffix, timing },
+            {
+              db: app.db,
+              meili,
+              indexUid,
+              domainSuffix: config.domainSuffix,
+              timing,
+              ...(picker ? { replicas: picker } : {}),
+            },
             { q, sort, limit, offset },
           );
           app.outages.meilisearch.up();

@@ -1,6 +1,7 @@
 import v8 from 'node:v8';
 import type { Command } from 'commander';
 import { createWorkerDeps, startWorkers, workerPoolSize } from '../../jobs/worker.js';
+import { meiliReplicasOf } from '../../search/replicas.js';
 import { createDb } from '../../shared/db.js';
 import { createLogger } from '../../shared/logger.js';
 import { reportPgOutages, reportRedisOutages } from '../../shared/outage.js';
@@ -95,7 +96,7 @@ export function registerWorker(program: Command): void {
       boundHeapGrowth();
       const logger = createLogger(config, { role: 'worker' });
       const dbHandle = createDb(databaseUrlOf(config), {
-        max: workerPoolSize(opts.concurrency, queues),
+        max: workerPoolSize(opts.concurrency, queues, meiliReplicasOf(config).length),
         applicationName: 'bizdir-worker',
       });
       const connection = createRedis(redisUrlOf(config), 'worker');

@@ -1,7 +1,8 @@
 import type { Meilisearch } from 'meilisearch';
 import { getRun, partsOf, setPartJobIds, setRunJobId } from '../../ingest/import-run.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS, meiliConnectionOf } from '../../search/meili-client.js';
-import { verifyIndex } from '../../search/verify.js';
+import { meiliReplicasOf } from '../../search/replicas.js';
+import { driftCount, verifyReplicas } from '../../search/verify.js';
 import { INDEX_JOB } from '../index-orgs.processor.js';
 import { createFlowProducer, createQueue, enqueueImportParts, enqueueImportRun } from '../queue.js';
 import type { ProcessorFactory } from '../registry.js';
@@ -37,6 +38,14 @@ export const runScheduleProcessor: ProcessorFactory<'run-schedule'> = (deps) => 
   const meiliClient = () => {
     meili ??= createMeiliClient(meiliConnectionOf(deps.config), INDEXING_TIMEOUT_MS);
     return meili;
+  };
+  let replicas: { label: string; meili: Meilisearch }[] | undefined;
+  const replicaClients = () => {
+    replicas ??= meiliReplicasOf(deps.config).map((r, i) => ({
+      label: r.label,
+      meili: i === 0 ? meiliClient() : createMeiliClient(r.conn, INDEXING_TIMEOUT_MS),
+    }));
+    return replicas;
   };
   const indexUid = deps.config.meiliIndex;
   return async (job) => {
@@ -76,7 +85,11 @@ export const runScheduleProcessor: ProcessorFactory<'run-schedule'> = (deps) => 
           const builds = await buildsRegistered(deps.db, BUILD_ALIVE_MS);
           return builds.length > 0 ? `index ${builds.join(', ')} is being built` : null;
         },
-        verify: () => verifyIndex(deps.db, meiliClient(), indexUid),
+        // Every replica is compared; the first with drift is the run's report (else the first's).
+        verify: async () => {
+          const reports = await verifyReplicas(deps.db, replicaClients(), indexUid);
+          return (reports.find((r) => driftCount(r.report) > 0) ?? reports[0]!).report;
+        },
         indexGrowth: () =>
           indexGrowth({ db: deps.db, meili: meiliClient(), indexUid, dbPath: meiliDbPathOf(deps.config) }),
       },
