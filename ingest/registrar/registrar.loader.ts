@@ -5,11 +5,11 @@ import type { AddressesTable, Database } from '../../shared/tables.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import { type ChunkPlan, type MergeOutcome, MergeRaceError, StaleStagedRowsError } from '../feed-handler.js';
 import { checkGone, MIN_GUARDED_GONE } from '../full-guard.js';
-import { heldLabels, keepFormerSlugs, reserveSlugs } from '../public-domains.js';
+import { keepFormerSlugs } from '../public-domains.js';
+import { labelsFor } from './registrar.labels.js';
+import { keptLabelsOf } from './registrar.labels.repository.js';
 import type { RegistrarRecord } from './registrar.normalize.js';
 import {
-  keepLabels,
-  keptLabelsOf,
   nextWinners,
   refreshFingerprints,
   stagedRecords,
@@ -47,27 +47,11 @@ interface MergeCtx extends Ctx {
   db: Db;
 }
 
-/** A planned chunk: its winning rows and the labels reserved for the new companies among them. */
+/** A planned chunk: its winning rows and the labels of the new companies among them. */
 export interface RegistrarChunkPlan extends ChunkPlan {
   winners: Winner[];
-  /** Reserved labels of the winners without an Org, in their order. */
+  /** The labels of the winners without an Org, in their order. */
   slugs: string[];
-  /** Every label the chunk holds in flight (new companies' and renamed Orgs'): see labelsFor. */
-  held: string[];
-}
-
-/**
- * Labels held by chunks of a run that are planned and not yet committed or rolled back, by run (a
- * run's merge runs in one process). See labelsFor.
- */
-const labelsInFlight = new Map<number, Set<string>>();
-
-/** A chunk's transaction ended (registrar.feed.ts chunkSettled): its labels are in the tables, or free. */
-export function releaseLabels(runId: number, held: readonly string[]): void {
-  const set = labelsInFlight.get(runId);
-  if (!set) return;
-  for (const label of held) set.delete(label);
-  if (set.size === 0) labelsInFlight.delete(runId);
 }
 
 /** Label races (see reserveSlugs): the chunk rolls back and is merged again with fresh labels. */
@@ -77,86 +61,6 @@ function labelRace(error: unknown): never {
   if (e.code === '23505' && e.constraint !== undefined && LABEL_KEYS.has(e.constraint))
     throw new MergeRaceError(`a public label was taken by another import meanwhile (${e.constraint})`);
   throw error;
-}
-
-export interface LabelRequest {
-  number: string;
-  base: string;
-  /** The Org, for a rename (it may get a label it held before back). */
-  ownerId?: number;
-  /** The label an earlier attempt at this chunk reserved (null: none). */
-  kept: string | null;
-}
-
-/**
- * Public labels for a chunk's new or renamed companies: the label an earlier attempt reserved when it
- * is still free (held by nobody else, as an Org's label or an alias, nor by another chunk in flight),
- * else a new reservation, kept for the run (registrar.stage.ts keepLabels) in the reservation's own
- * transaction. The labels are added to `held` (the chunk's) and to the run's labels in flight until
- * the chunk settles (releaseLabels).
- *
- * Why labels in flight count as taken: chunks are written side by side and commit in key order. A
- * clash-numbered label (`acme-ltd-2`) can equal another name's plain label (ACME LTD 2), and the
- * tables show neither until its chunk commits. Had an earlier chunk been given a label that a later
- * chunk had already written, the earlier chunk's insert would wait for the later chunk's commit,
- * which waits for the earlier chunk: a cycle through JavaScript that Postgres cannot see, so the
- * import would hang (seen at 1M rows with 20,000-company chunks).
- */
-export async function labelsFor(
-  db: Db,
-  runId: number,
-  requests: readonly LabelRequest[],
-  held: string[],
-): Promise<string[]> {
-  if (requests.length === 0) return [];
-  const inFlight = labelsInFlight.get(runId) ?? new Set<string>();
-  labelsInFlight.set(runId, inFlight);
-  // Claims `labels` for this chunk and returns those another chunk held already. Check and claim
-  // happen in one synchronous step, so two chunks planned side by side cannot both claim a label.
-  const claim = (labels: readonly string[]): string[] => {
-    const others = labels.filter((label) => inFlight.has(label));
-    for (const label of labels) {
-      if (inFlight.has(label)) continue;
-      inFlight.add(label);
-      held.push(label);
-    }
-    return others;
-  };
-  const out = requests.map((r) => (r.kept !== null && claim([r.kept]).length === 0 ? r.kept : null));
-  const kept = out.flatMap((label) => (label === null ? [] : [label]));
-  if (kept.length > 0) {
-    const { rows } = await sql<{ slug: string; owner: number }>`
-      select k.slug, h.owner from unnest(${kept}::text[]) as k(slug)
-      cross join lateral (select owner from ${heldLabels('org')} h where h.slug = k.slug) h`.execute(db);
-    const holders = new Map<string, Set<number>>();
-    for (const r of rows) holders.set(r.slug, (holders.get(r.slug) ?? new Set()).add(Number(r.owner)));
-    requests.forEach((r, i) => {
-      const owners = out[i] === null ? undefined : holders.get(out[i]!);
-      if (owners && [...owners].some((owner) => owner !== r.ownerId)) out[i] = null;
-    });
-  }
-  const todo = requests.flatMap((r, i) => (out[i] === null ? [{ r, i }] : []));
-  const fresh = await reserveSlugs(
-    db,
-    'org',
-    todo.map(({ r }) => ({ base: r.base, ...(r.ownerId === undefined ? {} : { ownerId: r.ownerId }) })),
-    (trx, slugs) =>
-      keepLabels(
-        trx,
-        runId,
-        todo.map(({ r }, k) => ({ number: r.number, label: slugs[k]! })),
-        // A company without a kept label has no row in the run's labels table yet.
-        todo.some(({ r }) => r.kept !== null),
-      ),
-    // Labels other chunks of this run hold and may be writing right now are taken; the other
-    // candidates are claimed at once (a candidate the tables show as taken is claimed for nothing,
-    // which costs only a set entry until the chunk settles).
-    claim,
-  );
-  todo.forEach(({ i }, k) => {
-    out[i] = fresh[k]!;
-  });
-  return out as string[];
 }
 
 async function findExisting(trx: Transaction<Database>, country: string, numbers: string[]) {
@@ -293,16 +197,11 @@ const ORG_CHANGE_ROW = {
   fingerprint: 'text',
 } as const;
 
-async function updateOrgs(
-  trx: Transaction<Database>,
-  changes: readonly OrgChange[],
-  ctx: MergeCtx,
-  held: string[],
-) {
+async function updateOrgs(trx: Transaction<Database>, changes: readonly OrgChange[], ctx: MergeCtx) {
   if (changes.length === 0) return;
   const renamed = changes.filter((c) => c.existing.name !== c.record.name);
-  // Reserved outside this transaction, like a new company's label (the slug lock is never held while
-  // a chunk waits for the chunk before it to commit).
+  // Handed out before the merge (registrar.labels.ts); one reserved now is reserved outside this
+  // transaction (the slug lock is never held while a chunk waits for the chunk before it to commit).
   const keptLabels = await keptLabelsOf(
     trx,
     ctx.runId,
@@ -317,7 +216,6 @@ async function updateOrgs(
       ownerId: c.existing.id,
       kept: keptLabels.get(c.record.number) ?? null,
     })),
-    held,
   );
   const slugOf = new Map(renamed.map((c, i) => [c.existing.id, newSlugs[i]!]));
   // Orgs without a registered address yet (written by an older version) get one now.
@@ -400,8 +298,8 @@ async function updateAddresses(trx: Transaction<Database>, changes: readonly Org
 
 /**
  * Plans the next chunk of a run's staged rows (registrar.stage.ts): one row per company number, the
- * last one of the run, with whether its Org exists and is unchanged, and a public label reserved for
- * each new company. Outside the chunk's transaction: the staging table does not change while it is
+ * last one of the run, with whether its Org exists and is unchanged, and the public label of each
+ * new company (handed out before the merge, registrar.labels.ts). Outside the chunk's transaction: the staging table does not change while it is
  * merged, and no other writer touches this register's Orgs (the caller holds the register's lock).
  */
 export async function planRegistrarChunk(
@@ -412,21 +310,14 @@ export async function planRegistrarChunk(
 ): Promise<RegistrarChunkPlan | null> {
   const winners = await nextWinners(db, ctx.runId, ctx.country, after, upto);
   if (winners.length === 0) return null;
-  const held: string[] = [];
-  try {
-    const slugs = await labelsFor(
-      db,
-      ctx.runId,
-      winners
-        .filter((w) => !w.same && w.org_id === null)
-        .map((w) => ({ number: w.number, base: w.slug ?? 'org', kept: w.label })),
-      held,
-    );
-    return { last: winners.at(-1)!.number, winners, slugs, held };
-  } catch (error) {
-    releaseLabels(ctx.runId, held);
-    throw error;
-  }
+  const slugs = await labelsFor(
+    db,
+    ctx.runId,
+    winners
+      .filter((w) => !w.same && w.org_id === null)
+      .map((w) => ({ number: w.number, base: w.slug ?? 'org', kept: w.label })),
+  );
+  return { last: winners.at(-1)!.number, winners, slugs };
 }
 
 /**
@@ -512,7 +403,7 @@ export async function mergeRegistrarChunk(
   }
   const insertedIds = await insertOrgs(trx, inserts, plan.slugs, ctx);
   outcome.inserted = insertedIds.length;
-  await updateOrgs(trx, orgChanges, ctx, plan.held);
+  await updateOrgs(trx, orgChanges, ctx);
   await updateAddresses(trx, addressChanges);
   outcome.changedOrgIds = [...insertedIds, ...orgChanges.map((c) => c.existing.id)];
   return outcome;
