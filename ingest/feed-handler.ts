@@ -240,9 +240,10 @@ export class StaleStagedRowsError extends Error {
 }
 
 /**
- * A chunk lost a race with another writer that no lock orders (e.g. two allocators reserved the same
- * public label outside the slug lock, registrar.loader.ts). Nothing of the chunk committed; merging
- * again from the last committed chunk, with fresh reservations, resolves it.
+ * A chunk lost a race with another writer that no lock orders (e.g. a public label the register run
+ * reserved outside the slug lock, taken by another feed's new Org before the chunk wrote it,
+ * registrar.orgs.ts). Nothing of the chunk committed; merging again from the last committed chunk,
+ * with fresh reservations, resolves it.
  */
 export class MergeRaceError extends Error {
   override name = 'MergeRaceError';

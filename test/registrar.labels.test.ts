@@ -115,7 +115,7 @@ describe('public labels of a register run through the queue', () => {
     child.kill(signal);
     await exited;
   }
-  async function waitForRun(db: Db, id: number, until: (run: ImportRun) => boolean, timeoutMs = 150_000) {
+  async function waitForRun(db: Db, id: number, until: (run: ImportRun) => boolean, timeoutMs = 300_000) {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const run = await getRun(db, id);
@@ -155,5 +155,5 @@ describe('public labels of a register run through the queue', () => {
     await stopWorker(rescuer);
     expect(done.status).toBe('succeeded');
     expect(await labelsOf(t.db)).toEqual(expected);
-  }, 240_000);
+  }, 360_000);
 });

@@ -8,13 +8,9 @@ import {
   type PreparedFeed,
 } from '../feed-handler.js';
 import { maxGoneOption } from '../full-guard.js';
+import { closeMissingOrgs } from './registrar.close.js';
 import { labelRun } from './registrar.labels.js';
-import {
-  closeMissingOrgs,
-  mergeRegistrarChunk,
-  planRegistrarChunk,
-  type RegistrarChunkPlan,
-} from './registrar.loader.js';
+import { mergeRegistrarChunk, planRegistrarChunk, type RegistrarChunkPlan } from './registrar.merge.js';
 import { type RegistrarRecord, readableCompanyNumber } from './registrar.normalize.js';
 import { mapRegistrarHeader } from './registrar.parser.js';
 import { registrarNormalizer, type StagedLine } from './registrar.prepare.js';
