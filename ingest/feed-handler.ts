@@ -64,8 +64,11 @@ export interface StagedFeed {
   /** Rows each part has in the staging area, by part number (one pass, for all the parts at once). */
   stagedRowsByPart(db: Db, runId: number): Promise<Map<number, number>>;
   dropPart(trx: Transaction<Database>, runId: number, partNo: number): Promise<void>;
-  /** Once, before the first chunk (e.g. index the staging area); idempotent. */
-  prepareMerge(db: Db, runId: number): Promise<void>;
+  /**
+   * At every start of the merge, before the first chunk is planned (e.g. index the staging area, hand
+   * out what must not depend on the chunks' order); idempotent.
+   */
+  prepareMerge(db: Db, ctx: BatchContext): Promise<void>;
   /**
    * Where the chunks after `after` end: the last key of every `limit` keys (or the feed's own chunk
    * size), in order; the keys after the last bound are one more chunk. One cheap pass over the
@@ -237,9 +240,10 @@ export class StaleStagedRowsError extends Error {
 }
 
 /**
- * A chunk lost a race with another writer that no lock orders (e.g. two allocators reserved the same
- * public label outside the slug lock, registrar.loader.ts). Nothing of the chunk committed; merging
- * again from the last committed chunk, with fresh reservations, resolves it.
+ * A chunk lost a race with another writer that no lock orders (e.g. a public label the register run
+ * reserved outside the slug lock, taken by another feed's new Org before the chunk wrote it,
+ * registrar.orgs.ts). Nothing of the chunk committed; merging again from the last committed chunk,
+ * with fresh reservations, resolves it.
  */
 export class MergeRaceError extends Error {
   override name = 'MergeRaceError';

@@ -14,7 +14,7 @@ export interface NewIssue {
   /**
    * Of a rejected row: the key of the record it names, when it can be read from the row
    * (PreparedFeed.keyOfRejected; the register: the company number). A `--full` register run counts
-   * that record as present (registrar.loader.ts closeMissingOrgs).
+   * that record as present (registrar.close.ts closeMissingOrgs).
    */
   key?: string | null;
 }

@@ -443,7 +443,7 @@ async function merge(
 ): Promise<ImportRun> {
   const { db } = deps;
   const handler = feedHandler(run.feed)!;
-  await staged.prepareMerge(db, run.id);
+  await staged.prepareMerge(db, ctx);
   const stats = new StatsKeeper(db, handler.lookupColumns);
   const lanes = Math.max(1, Math.trunc(deps.mergeLanes ?? MERGE_LANES));
   let current = run;

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createImportRun, getRun, type ImportRun } from '../ingest/import-run.js';
-import { labelsFor, releaseLabels } from '../ingest/registrar/registrar.loader.js';
+import { labelsFor } from '../ingest/registrar/registrar.labels.js';
+import { createRunLabels, keptLabelsOf } from '../ingest/registrar/registrar.labels.repository.js';
 import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { IMPORT_JOB_CONNECTIONS, runImport } from '../ingest/run-import.js';
 import { workerPoolSize } from '../jobs/worker.js';
@@ -246,7 +247,7 @@ describe('register merge on a worker-sized pool', () => {
   });
 });
 
-describe('register labels reserved by chunks in flight', () => {
+describe('register labels the run has handed out and not written', () => {
   /**
    * An Org that already holds `slug` as its label (its public_slug), handed out as an allocator hands
    * labels out: its base's counter counts it (`slug` here is a plain label, number 1 of its base).
@@ -259,62 +260,51 @@ describe('register labels reserved by chunks in flight', () => {
       insert into public_slug_counters (scope, base, last) values ('org', ${slug}, 1)
       on conflict (scope, base) do update set last = greatest(public_slug_counters.last, 1)`.execute(t.db);
   }
-  /** One company's label, as a chunk of run `runId` that holds `held` would plan it. */
-  async function labelOf(
-    runId: number,
-    number: string,
-    base: string,
-    kept: string | null,
-    held: string[] = [],
-  ) {
-    const [label] = await labelsFor(t.db, runId, [{ number, base, kept }], held);
+  /** One company's label, as a chunk of run `runId` would plan it (with the label the run kept for it). */
+  async function labelOf(runId: number, number: string, base: string) {
+    const kept = (await keptLabelsOf(t.db, runId, [number])).get(number) ?? null;
+    const [label] = await labelsFor(t.db, runId, [{ number, base, kept }]);
     return label;
   }
 
-  it('never hands out a label another chunk of the run reserved and has not written yet', async () => {
+  it('never hands out a label the run handed out to another company and has not written yet', async () => {
     await clear(t.db);
     const runId = 910_000;
-    await createStage(t.db, runId);
-    await indexStage(t.db, runId);
-    await createStage(t.db, runId + 1);
-    await indexStage(t.db, runId + 1);
+    for (const id of [runId, runId + 1]) {
+      await createStage(t.db, id);
+      await indexStage(t.db, id);
+      await createRunLabels(t.db, id);
+    }
     try {
       // 'foo-ltd' is held: the next company called FOO LTD would get 'foo-ltd-2' ...
       await holding('foo-ltd', 'FOO LTD');
-      // ... but a later chunk, planned first, reserved 'foo-ltd-2' as the plain label of FOO LTD 2 and
-      // is writing it (uncommitted: invisible to the labels table). Had the earlier chunk been given it
-      // too, its insert would wait for the later chunk, which waits for the earlier one's commit.
-      const laterHeld: string[] = [];
-      expect(await labelOf(runId, '00000002', 'foo-ltd-2', null, laterHeld)).toBe('foo-ltd-2');
-      expect(laterHeld).toEqual(['foo-ltd-2']);
-      const earlierHeld: string[] = [];
-      expect(await labelOf(runId, '00000001', 'foo-ltd', null, earlierHeld)).toBe('foo-ltd-3');
-      // A retried chunk keeps its label from the earlier attempt, unless a chunk in flight holds it.
-      const retryHeld: string[] = [];
-      expect(await labelOf(runId, '00000009', 'foo-ltd', 'foo-ltd-3', retryHeld)).toBe('foo-ltd-4');
-      // Once the chunks settle, the labels are the tables' business again: nothing holds 'foo-ltd-2'.
-      for (const held of [laterHeld, earlierHeld, retryHeld]) releaseLabels(runId, held);
-      expect(await labelOf(runId, '00000002', 'foo-ltd-2', 'foo-ltd-2')).toBe('foo-ltd-2');
-      // Two chunks planned side by side: one keeps 'bar-ltd-N' from an earlier attempt while the other
-      // reserves afresh for another BAR LTD, whose next label is that one. Never both.
+      // ... but the run handed 'foo-ltd-2' to FOO LTD 2 (its plain label), not written yet (invisible to
+      // the Orgs). Had another company been given it too, the chunk writing it second would wait for
+      // the first one's transaction, which may be waiting for this chunk's commit.
+      expect(await labelOf(runId, '00000002', 'foo-ltd-2')).toBe('foo-ltd-2');
+      expect(await labelOf(runId, '00000001', 'foo-ltd')).toBe('foo-ltd-3');
+      // A chunk merged again gets the labels the run kept for its companies.
+      expect(await labelOf(runId, '00000001', 'foo-ltd')).toBe('foo-ltd-3');
+      expect(await labelOf(runId, '00000002', 'foo-ltd-2')).toBe('foo-ltd-2');
+      // Unless another writer took one since: that company gets the next one, kept for the run instead.
+      await holding('foo-ltd-3', 'FOO LTD ELSEWHERE');
+      expect(await labelOf(runId, '00000001', 'foo-ltd')).toBe('foo-ltd-4');
+      expect((await keptLabelsOf(t.db, runId, ['00000001'])).get('00000001')).toBe('foo-ltd-4');
+      // Two chunks planned side by side, each reserving afresh for a BAR LTD: never the same label.
       await holding('bar-ltd', 'BAR LTD');
       for (let round = 0; round < 5; round++) {
-        const a: string[] = [];
-        const b: string[] = [];
-        const kept = `bar-ltd-${round + 2}`;
         const [first, second] = await Promise.all([
-          labelOf(runId, `0000010${round}`, kept, kept, a),
-          labelOf(runId, `0000020${round}`, 'bar-ltd', null, b),
+          labelOf(runId, `0000010${round}`, 'bar-ltd'),
+          labelOf(runId, `0000020${round}`, 'bar-ltd'),
         ]);
         expect(first).not.toBe(second);
-        releaseLabels(runId, a);
-        releaseLabels(runId, b);
       }
-      // Another run's chunks are not this run's.
-      expect(await labelOf(runId + 1, '00000003', 'foo-ltd-5', null)).toBe('foo-ltd-5');
+      // 'foo-ltd-4', handed out by the run as FOO LTD's fourth: another run's labels are not this run's,
+      // so its FOO LTD 4 gets the plain label ...
+      expect(await labelOf(runId + 1, '00000003', 'foo-ltd-4')).toBe('foo-ltd-4');
+      // ... while for the run's own FOO LTD 4 it is taken.
+      expect(await labelOf(runId, '00000004', 'foo-ltd-4')).toBe('foo-ltd-4-2');
     } finally {
-      releaseLabels(runId, ['foo-ltd-2']);
-      releaseLabels(runId + 1, ['foo-ltd-5']);
       await dropStage(t.db, runId);
       await dropStage(t.db, runId + 1);
     }

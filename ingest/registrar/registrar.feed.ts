@@ -8,13 +8,9 @@ import {
   type PreparedFeed,
 } from '../feed-handler.js';
 import { maxGoneOption } from '../full-guard.js';
-import {
-  closeMissingOrgs,
-  mergeRegistrarChunk,
-  planRegistrarChunk,
-  type RegistrarChunkPlan,
-  releaseLabels,
-} from './registrar.loader.js';
+import { closeMissingOrgs } from './registrar.close.js';
+import { labelRun } from './registrar.labels.js';
+import { mergeRegistrarChunk, planRegistrarChunk, type RegistrarChunkPlan } from './registrar.merge.js';
 import { type RegistrarRecord, readableCompanyNumber } from './registrar.normalize.js';
 import { mapRegistrarHeader } from './registrar.parser.js';
 import { registrarNormalizer, type StagedLine } from './registrar.prepare.js';
@@ -94,11 +90,14 @@ export const registrarFeed: FeedHandler<RegistrarRecord | StagedLine> = {
     stagedRows: stagedRowsOf,
     stagedRowsByPart,
     dropPart: deleteStagedPart,
-    prepareMerge: indexStage,
+    // The stage's index, then every label the run hands out, in the order of the rows (registrar.labels.ts).
+    async prepareMerge(db, ctx) {
+      await indexStage(db, ctx.runId);
+      await labelRun(db, ctx.runId, ctx.options.country ?? 'GB');
+    },
     chunkBounds: (db, ctx, after, limit) => stageChunkBounds(db, ctx.runId, after, limit ?? MERGE_CHUNK),
     planChunk: (db, ctx, after, upto) =>
       planRegistrarChunk(db, { runId: ctx.runId, country: ctx.options.country ?? 'GB' }, after, upto),
-    chunkSettled: (ctx, plan) => releaseLabels(ctx.runId, (plan as RegistrarChunkPlan).held),
     mergeChunk: (db, trx, ctx, plan) =>
       mergeRegistrarChunk(
         trx,

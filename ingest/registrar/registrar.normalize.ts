@@ -65,7 +65,7 @@ export function normalizeCompanyNumber(value: string): string | null {
  * including that cell: a row rejected for its name, its column count, a broken quote after the number
  * or a file cut after it names its company; a row whose quoting breaks before the number (or that
  * holds fewer fields) does not, since where its second field starts cannot be trusted. `--full` counts
- * a company so named as present (registrar.loader.ts closeMissingOrgs).
+ * a company so named as present (registrar.close.ts closeMissingOrgs).
  */
 export function readableCompanyNumber(raw: string, column: number): string | null {
   const cell = rawField(raw, column);

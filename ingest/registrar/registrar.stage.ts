@@ -20,11 +20,13 @@ import { registerWritesSql } from './registrar.recognize.js';
 export const stageTableOf = (runId: number) => `import_stage_${Math.trunc(runId)}`;
 const table = (runId: number) => sql.table(stageTableOf(runId));
 /**
- * The public labels reserved for the run's companies (by company number), kept until the run ends: a
- * chunk that rolls back (a killed worker, a failed statement) is merged again with the labels it was
- * given, so a resumed run hands out the same labels as a clean one. Unlogged like the stage.
+ * The public labels handed out to the run's companies, by company number (registrar.labels.ts,
+ * registrar.labels.repository.ts, which owns it); the merge reads a chunk's from it.
  */
-const labelsTable = (runId: number) => sql.table(`${stageTableOf(runId)}_labels`);
+export const labelsTableOf = (runId: number) => `${stageTableOf(runId)}_labels`;
+const labelsTable = (runId: number) => sql.table(labelsTableOf(runId));
+/** The run's companies waiting for a label, in their turn (registrar.labels.repository.ts). */
+export const turnsTableOf = (runId: number) => `${stageTableOf(runId)}_turns`;
 
 const COLUMNS = [
   'part_no',
@@ -144,9 +146,6 @@ export async function stageRows(
 
 /** The merge's order: by company number, the last row (part, then line) first. Built once, after all parts. */
 export async function indexStage(db: Db, runId: number): Promise<void> {
-  await sql`
-    create unlogged table if not exists ${labelsTable(runId)} (number text primary key, label text not null)
-    with (autovacuum_enabled = false)`.execute(db);
   await sql`
     create index if not exists ${sql.id(`${stageTableOf(runId)}_key`)}
     on ${table(runId)} (number, part_no desc, line desc)`.execute(db);
@@ -302,6 +301,7 @@ export async function stagedRecords(
 export async function dropStage(trx: Transaction<Database> | Db, runId: number): Promise<void> {
   await sql`drop table if exists ${table(runId)}`.execute(trx);
   await sql`drop table if exists ${labelsTable(runId)}`.execute(trx);
+  await sql`drop table if exists ${sql.table(turnsTableOf(runId))}`.execute(trx);
 }
 
 /** Unchanged Orgs take the fingerprint of the row that found them unchanged (no version, no index). */
@@ -316,37 +316,4 @@ export async function refreshFingerprints(
     update orgs o set source_fingerprint = s.fingerprint
     from ${byCtid(runId, winners)}
     where o.registration_country = ${country} and o.registration_number = s.number`.execute(trx);
-}
-
-/**
- * Remembers the labels reserved for these companies (in the reservation's transaction). `replace`:
- * some of them may hold a label already (an earlier attempt's, taken since); otherwise none does and
- * a plain insert does (no speculative insertion per row).
- */
-export async function keepLabels(
-  trx: Transaction<Database>,
-  runId: number,
-  labels: readonly { number: string; label: string }[],
-  replace = true,
-): Promise<void> {
-  if (labels.length === 0) return;
-  await sql`
-    insert into ${labelsTable(runId)} (number, label)
-    select * from unnest(${labels.map((l) => l.number)}::text[], ${labels.map((l) => l.label)}::text[])
-    ${replace ? sql`on conflict (number) do update set label = excluded.label` : sql``}`.execute(trx);
-}
-
-/** The labels kept for these companies by earlier attempts (by company number). */
-export async function keptLabelsOf(
-  trx: Transaction<Database>,
-  runId: number,
-  numbers: readonly string[],
-): Promise<Map<string, string>> {
-  if (numbers.length === 0) return new Map();
-  const { rows } = await sql<{ number: string; label: string }>`
-    select l.number, l.label from unnest(${numbers}::text[]) as k(number)
-    cross join lateral (select number, label from ${labelsTable(runId)} where number = k.number limit 1) l`.execute(
-    trx,
-  );
-  return new Map(rows.map((r) => [r.number, r.label]));
 }
