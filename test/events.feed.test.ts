@@ -12,6 +12,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
 import { rng as seeded } from './support/rng.js';
+import { sleep } from './support/wait.js';
 
 /**
  * The feed's guarantee (docs/events.md): a reader paging with cursors never reads an event twice and
@@ -31,7 +32,6 @@ afterAll(async () => {
 const SUFFIX = 'bizdir.test';
 const read = (after: string | null, limit: number, filter = {}) =>
   readEvents(t.db, after, limit, filter, { domainSuffix: SUFFIX });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function connect(url = t.url): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url });

@@ -1,16 +1,16 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getRun, type ImportRun, type RunView } from '../ingest/import-run.js';
-import { runCli, spawnCli } from './support/cli.js';
+import { getRun, type RunView } from '../ingest/import-run.js';
+import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { importFeed } from './support/import.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
+import { QUICK_TAKEOVER, WorkerProcesses, waitForRun } from './support/worker.js';
 import { makeZip } from './support/zip.js';
 
 /**
@@ -19,34 +19,10 @@ import { makeZip } from './support/zip.js';
 let t: TestDb;
 let queue: ReturnType<typeof testQueuePrefix>;
 let env: Record<string, string>;
-const workers: ChildProcess[] = [];
+const workers = new WorkerProcesses(() => env);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-parts-'));
 
-function startWorker(...args: string[]): ChildProcess {
-  const child = spawnCli(
-    ['worker', '--queues', 'import', '--lock-duration', '2000', '--stalled-interval', '1000', ...args],
-    env,
-  );
-  workers.push(child);
-  return child;
-}
-
-async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill(signal);
-  await exited;
-}
-
-async function waitForRun(id: number, until: (run: ImportRun) => boolean, timeoutMs = 90_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await getRun(t.db, id);
-    if (run && until(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const startWorker = (...args: string[]) => workers.start(['--queues', 'import', ...QUICK_TAKEOVER, ...args]);
 
 const number = (i: number) => String(5_000_000 + i).padStart(8, '0');
 /** A part file of companies [from, to), with an optional post town for all of them. */
@@ -75,7 +51,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const w of workers) await stopWorker(w, 'SIGKILL');
+  await workers.stopAll();
   await queue?.cleanup();
   await t?.drop();
 });
@@ -138,8 +114,8 @@ describe('a register run of several parts', () => {
     expect(Array.isArray(runs)).toBe(true);
     expect(runs.map((r) => r.id).slice(0, 2)).toEqual([runIdOf(again.stdout), id]);
     expect(runs[0]!.parts).toHaveLength(4);
-    await stopWorker(a);
-    await stopWorker(b);
+    await workers.stop(a);
+    await workers.stop(b);
   }, 180_000);
 
   it('--full across parts marks once what no part holds; a broken part fails the run and marks nothing', async () => {
@@ -213,7 +189,7 @@ describe('a register run of several parts', () => {
       /^bizdir: .*not-register\.csv: not a company register file: missing columns/,
     );
     expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
-    await stopWorker(w);
+    await workers.stop(w);
   }, 180_000);
 
   it('a worker killed mid-part: another resumes it, counts and records as one clean run', async () => {
@@ -225,13 +201,13 @@ describe('a register run of several parts', () => {
       const queued = await runCli(['import', 'registrar', ...files], env);
       expect(queued.code).toBe(0);
       const id = runIdOf(queued.stdout);
-      await waitForRun(id, (r) => r.checkpoint_rows > 0);
-      await stopWorker(victim, 'SIGKILL');
+      await waitForRun(t.db, id, (r) => r.checkpoint_rows > 0);
+      await workers.stop(victim, 'SIGKILL');
       const atKill = (await getRun(t.db, id))!;
       expect(atKill.status).toBe('running');
       expect(atKill.checkpoint_rows).toBeLessThan(22_000);
       const rescuer = startWorker();
-      const done = await waitForRun(id, (r) => r.status !== 'running' && r.status !== 'queued', 120_000);
+      const done = await waitForRun(t.db, id, (r) => r.status !== 'running' && r.status !== 'queued');
       expect(done).toMatchObject({
         status: 'succeeded',
         rows_read: 22_000,
@@ -242,7 +218,7 @@ describe('a register run of several parts', () => {
       const mine = (await registerState(t.db)).filter((o) => o.city === 'HULL');
       const theirs = await registerState(reference.db);
       expect(mine).toEqual(theirs);
-      await stopWorker(rescuer);
+      await workers.stop(rescuer);
     } finally {
       await reference.drop();
     }

@@ -23,6 +23,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
+import { eventually } from './support/wait.js';
 
 /**
  * Reindex schedules through the real processors: a firing queues the rebuild `bizdir reindex`
@@ -102,13 +103,11 @@ const fireAt = async (name: string, slot: string, processor = fire) =>
   )) as RunScheduleOutcome;
 
 async function settledRun(id: number) {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const run = await getReindexRun(t.db, id);
-    if (run && ['succeeded', 'failed', 'skipped'].includes(run.status)) return run;
-    if (Date.now() > deadline) throw new Error(`reindex run ${id} did not settle: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const settled = (run: Awaited<ReturnType<typeof getReindexRun>>) =>
+    run !== undefined && ['succeeded', 'failed', 'skipped'].includes(run.status);
+  const run = await eventually(() => getReindexRun(t.db, id), settled, { timeoutMs: 90_000 });
+  if (!settled(run)) throw new Error(`reindex run ${id} did not settle: ${JSON.stringify(run)}`);
+  return run!;
 }
 
 const runIdOf = (o: RunScheduleOutcome) => (o as { runId: number }).runId;

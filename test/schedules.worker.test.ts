@@ -10,6 +10,7 @@ import { createRedis } from '../shared/redis.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
+import { eventually } from './support/wait.js';
 
 /**
  * A schedule through the real worker: the worker reconciles it into a BullMQ job scheduler at
@@ -60,15 +61,14 @@ describe('a schedule run by the worker', () => {
     const deps = createWorkerDeps(config, t.db, redis, createLogger(config));
     running = startWorkers(deps, { queues: ['import'] });
 
-    const deadline = Date.now() + 60_000;
-    let runs = await runsOf('every-second');
-    while (!runs.some((r) => r.status === 'skipped') && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      runs = await runsOf('every-second');
-    }
+    await eventually(
+      () => runsOf('every-second'),
+      (runs) => runs.some((r) => r.status === 'skipped'),
+      { timeoutMs: 60_000 },
+    );
     await running.close(5_000);
     running = undefined;
-    runs = await runsOf('every-second');
+    const runs = await runsOf('every-second');
 
     const first = runs[0]!;
     // The same figures `bizdir import registrar test/fixtures/registrar-small.csv` reports.

@@ -1,0 +1,57 @@
+import type { ChildProcess } from 'node:child_process';
+import { getRun, type ImportRun } from '../../ingest/import-runs.repository.js';
+import type { Db } from '../../shared/db.js';
+import { spawnCli } from './cli.js';
+import { eventually } from './wait.js';
+
+/** Short lock and stall settings, so a killed worker's job is taken over by another within seconds. */
+export const QUICK_TAKEOVER = ['--lock-duration', '2000', '--stalled-interval', '1000'];
+
+/**
+ * The `bizdir worker` processes one test file starts through the real CLI. `stopAll` (in afterAll)
+ * kills whichever are still running, so a failed test leaves no worker behind.
+ */
+export class WorkerProcesses {
+  private readonly started: ChildProcess[] = [];
+
+  /** `env` is read at each start: test files set theirs up in beforeAll. */
+  constructor(private readonly env: () => Record<string, string>) {}
+
+  /** Starts `bizdir worker` with `args` (default: QUICK_TAKEOVER) and, when given, more environment. */
+  start(args: string[] = QUICK_TAKEOVER, env: Record<string, string> = {}): ChildProcess {
+    const child = spawnCli(['worker', ...args], { ...this.env(), ...env });
+    this.started.push(child);
+    return child;
+  }
+
+  /** Sends `signal` and resolves with the exit code once the process has exited (null if a signal ended it). */
+  stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill(signal);
+    return exited;
+  }
+
+  async stopAll(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    for (const child of this.started) await this.stop(child, signal);
+  }
+}
+
+/**
+ * Polls the import run until `reached` holds for it (workers in other processes carry it), and
+ * returns it; throws with the last state seen once `timeoutMs` has passed.
+ */
+export async function waitForRun(
+  db: Db,
+  id: number,
+  reached: (run: ImportRun) => boolean,
+  { timeoutMs = 120_000, pollMs = 25 } = {},
+): Promise<ImportRun> {
+  const run = await eventually(
+    () => getRun(db, id),
+    (r) => r !== undefined && reached(r),
+    { timeoutMs, pollMs },
+  );
+  if (!run || !reached(run)) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
+  return run;
+}
