@@ -54,9 +54,8 @@ export async function findOrgByRef(db: Db, ref: OrgDomainRef): Promise<OrgRecord
 /**
  * Orgs by internal id, in the order of `ids` (ids with no Org are skipped), for search results: one
  * named prepared statement (prepared.ts). A page of ids of any length is one array argument, so
- * Postgres plans the query once per connection instead of once per search (5.7M Orgs, 20 random
- * ids: p50 6.1-7.5 ms planned per call, 4.1-5.5 ms prepared; docs/search.md), and no query is
- * built in JavaScript per search.
+ * Postgres plans the query once per connection instead of once per search (a page's Orgs come
+ * faster: docs/journal/2026-11-27.md, 23:24), and no query is built in JavaScript per search.
  */
 export function prepareOrgsByIds(db: Db) {
   const query = new PreparedQuery<OrgRecord>(
