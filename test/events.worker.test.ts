@@ -3,12 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { comparePositions, decodeCursor } from '../events/event-cursor.js';
 import { getRun, type ImportRun } from '../ingest/import-run.js';
 import { runCli } from './support/cli.js';
-import { createTestDb, type TestDb } from './support/db.js';
-import { TEST_REDIS_URL } from './support/env.js';
+import type { TestDb } from './support/db.js';
 import { expectUnbrokenVersions, feedEvents, recordEvents, tempFile } from './support/events.js';
-import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
-import { WorkerProcesses, waitForRun } from './support/worker.js';
+import {
+  closeCliServices,
+  openCliServices,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 
 /**
  * A worker killed (SIGKILL) in the middle of a register import's merge, the run then finished by
@@ -17,21 +21,15 @@ import { WorkerProcesses, waitForRun } from './support/worker.js';
  * for a first import and for a month-later `--full` one.
  */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
 const workers = new WorkerProcesses(() => env);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  ({ t, queue, env } = await openCliServices());
 });
 
-afterAll(async () => {
-  await workers.stopAll();
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers));
 
 const COMPANIES = 20_000;
 const number = (i: number) => String(3_000_000 + i).padStart(8, '0');

@@ -4,29 +4,21 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './support/cli.js';
-import { createTestDb, type TestDb } from './support/db.js';
-import { TEST_REDIS_URL } from './support/env.js';
-import { testQueuePrefix } from './support/redis.js';
-import { WorkerProcesses } from './support/worker.js';
+import type { TestDb } from './support/db.js';
+import { closeCliServices, openCliServices, type TestQueue, WorkerProcesses } from './support/worker.js';
 
 /** `bizdir import locations` through the real CLI, queue and worker (the operator's two commands). */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
 const workers = new WorkerProcesses(() => env);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  ({ t, queue, env } = await openCliServices());
   workers.start([]);
 });
 
-afterAll(async () => {
-  await workers.stopAll('SIGTERM');
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers, 'SIGTERM'));
 
 // Each CLI call starts a process through tsx: slow on a busy machine, hence the generous timeouts.
 describe('bizdir import locations', { timeout: 120_000 }, () => {

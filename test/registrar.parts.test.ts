@@ -5,19 +5,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRun, type RunView } from '../ingest/import-run.js';
 import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { TEST_REDIS_URL } from './support/env.js';
 import { importFeed } from './support/import.js';
-import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
-import { QUICK_TAKEOVER, WorkerProcesses, waitForRun } from './support/worker.js';
+import {
+  closeCliServices,
+  openCliServices,
+  QUICK_TAKEOVER,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 import { makeZip } from './support/zip.js';
 
 /**
  * Runs of several sources (docs/imports.md) end to end: the real CLI, the real queue, real worker processes.
  */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
 const workers = new WorkerProcesses(() => env);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-parts-'));
@@ -43,18 +48,12 @@ const showJson = async (id: number): Promise<RunView & { issues: unknown[] }> =>
 const runIdOf = (stdout: string) => Number(/import run (\d+)/.exec(stdout)![1]);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
   // The parts run with IMPORT_PIPELINE=on (batches prepared on a worker thread, read two ahead), so
   // a killed worker and a resumed part are checked on that path too; other tests use the default.
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix, IMPORT_PIPELINE: 'on' };
+  ({ t, queue, env } = await openCliServices({ IMPORT_PIPELINE: 'on' }));
 });
 
-afterAll(async () => {
-  await workers.stopAll();
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers));
 
 describe('a register run of several parts', () => {
   it('is one run: parts read in parallel by two workers, one report, --json list and show', async () => {

@@ -14,14 +14,20 @@ import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
 import { freePort } from './support/tcp-proxy.js';
 import { eventually } from './support/wait.js';
-import { WorkerProcesses, waitForRun } from './support/worker.js';
+import {
+  closeCliServices,
+  openCliServices,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 
 /**
  * The registrar import end to end through the real CLI, the real queue and real worker processes.
  * Workers use short lock and stall settings so a killed worker's job is taken over within seconds.
  */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
 const workers = new WorkerProcesses(() => env);
 
@@ -37,16 +43,10 @@ async function withImportQueue<T>(fn: (q: Queue) => Promise<T>): Promise<T> {
 }
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  ({ t, queue, env } = await openCliServices());
 });
 
-afterAll(async () => {
-  await workers.stopAll();
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers));
 
 describe('registrar import through the queue', () => {
   it('imports with --wait, reports counts and rejected rows, and a second import writes nothing', async () => {

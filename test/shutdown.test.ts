@@ -16,7 +16,14 @@ import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { until } from './support/wait.js';
-import { QUICK_TAKEOVER, WorkerProcesses, waitForRun } from './support/worker.js';
+import {
+  closeCliServices,
+  openCliServices,
+  QUICK_TAKEOVER,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 
 /**
  * SIGTERM while a worker is inside an import: the worker exits within its shutdown deadline, what
@@ -24,7 +31,7 @@ import { QUICK_TAKEOVER, WorkerProcesses, waitForRun } from './support/worker.js
  * run finishes with the counts of one clean run.
  */
 let t: TestDb;
-const queue = testQueuePrefix();
+let queue: TestQueue;
 let env: Record<string, string>;
 let dir: string;
 const workers = new WorkerProcesses(() => env);
@@ -36,15 +43,12 @@ const workers = new WorkerProcesses(() => env);
 const startWorker = () => workers.start(['--shutdown-timeout', '30000', ...QUICK_TAKEOVER]);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  ({ t, queue, env } = await openCliServices());
   dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-sigterm-'));
 });
 
 afterAll(async () => {
-  await workers.stopAll();
-  await queue.cleanup();
-  await t?.drop();
+  await closeCliServices({ t, queue }, workers);
   rmSync(dir, { recursive: true, force: true });
 });
 

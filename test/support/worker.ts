@@ -2,6 +2,9 @@ import type { ChildProcess } from 'node:child_process';
 import { getRun, type ImportRun } from '../../ingest/import-runs.repository.js';
 import type { Db } from '../../shared/db.js';
 import { spawnCli } from './cli.js';
+import { createTestDb, type TestDb } from './db.js';
+import { TEST_REDIS_URL } from './env.js';
+import { testQueuePrefix } from './redis.js';
 import { eventually } from './wait.js';
 
 /** Short lock and stall settings, so a killed worker's job is taken over by another within seconds. */
@@ -54,4 +57,35 @@ export async function waitForRun(
   );
   if (!run || !reached(run)) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
   return run;
+}
+
+export type TestQueue = ReturnType<typeof testQueuePrefix>;
+
+/** A test file's own database and queue prefix, and the environment that points `bizdir` at them. */
+export interface CliServices {
+  t: TestDb;
+  queue: TestQueue;
+  env: Record<string, string>;
+}
+
+/** Creates CliServices (in beforeAll), with `extraEnv` added to the environment. */
+export async function openCliServices(extraEnv: Record<string, string> = {}): Promise<CliServices> {
+  const t = await createTestDb();
+  const queue = testQueuePrefix();
+  return {
+    t,
+    queue,
+    env: { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix, ...extraEnv },
+  };
+}
+
+/** In afterAll: stops the workers still running (`signal`), then drops the queue's keys and the database. */
+export async function closeCliServices(
+  services: Partial<CliServices>,
+  workers: WorkerProcesses,
+  signal: NodeJS.Signals = 'SIGKILL',
+): Promise<void> {
+  await workers.stopAll(signal);
+  await services.queue?.cleanup();
+  await services.t?.drop();
 }
