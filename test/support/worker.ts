@@ -1,6 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
+import type { Redis } from 'ioredis';
 import { getRun, type ImportRun } from '../../ingest/import-runs.repository.js';
+import type { WorkerDeps } from '../../jobs/registry.js';
+import { createWorkerDeps } from '../../jobs/worker.js';
+import { loadConfig } from '../../shared/config.js';
 import type { Db } from '../../shared/db.js';
+import { createLogger } from '../../shared/logger.js';
 import { spawnCli } from './cli.js';
 import { createTestDb, type TestDb } from './db.js';
 import { TEST_REDIS_URL } from './env.js';
@@ -88,4 +93,24 @@ export async function closeCliServices(
   await workers.stopAll(signal);
   await services.queue?.cleanup();
   await services.t?.drop();
+}
+
+/**
+ * Deps for workers run inside the test's own process (startWorkers, a processor called by hand): the
+ * test's database and queue prefix, logs silent, `env` added to the configuration.
+ */
+export function inProcessWorkerDeps(
+  t: TestDb,
+  queuePrefix: string,
+  connection: Redis,
+  env: Record<string, string> = {},
+): WorkerDeps {
+  const config = loadConfig({
+    DATABASE_URL: t.url,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: queuePrefix,
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  return createWorkerDeps(config, t.db, connection, createLogger(config));
 }
