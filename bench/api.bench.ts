@@ -203,7 +203,10 @@ try {
     rateLimit: { max: 1_000_000_000, windowSeconds: 3600 },
   });
   await close();
-  await admin(`vacuum analyze`).catch(() => {});
+  // Fresher statistics for the planner only: a vacuum refused (a concurrent one, say) changes no figure's meaning.
+  await admin(`vacuum analyze`).catch((err) =>
+    console.error(`vacuum analyze skipped: ${(err as Error).message}`),
+  );
 
   const servers = { bare: await startServer('bare'), app: await startServer('app') };
   const key = `?api_key=${account.api_key}`;

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
  * How the benchmarks run `bizdir` processes (workers, the API): as users run them (`node
  * dist/bin/bizdir.js`, built first by buildBizdir), or from source through tsx
  * (`BENCH_WORKER=tsx`). tsx is a development tool: its loader and transpiled sources cost a worker
- * about 60 MB more at rest (198 against 135 MB, docs/imports.md), and the preparing thread loads
+ * about 60 MB more at rest (docs/journal/2026-11-26.md, 16:28), and the preparing thread loads
  * tsx once more, so memory figures measured from source overstate what users see.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

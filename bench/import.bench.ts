@@ -183,7 +183,10 @@ async function teardown(env: Env) {
   }
   const index = await openProducerQueue({ queuePrefix: env.prefix }, REDIS, 'index');
   for (const q of [env.producer, index]) {
-    await q.queue.obliterate({ force: true }).catch(() => {});
+    // Its keys go with the prefix anyway; a queue that cannot be emptied must not hide the figures.
+    await q.queue
+      .obliterate({ force: true })
+      .catch((err) => console.error(`could not empty ${q.queue.name}: ${(err as Error).message}`));
     await q.close();
   }
   await env.close();

@@ -415,6 +415,7 @@ async function main() {
       const task = await meili.tasks
         .getTasks({ statuses: ['processing'], limit: 1 })
         .then((r) => r.results[0])
+        // Meilisearch busy or restarting: the sample is labelled with the phase alone.
         .catch(() => undefined);
       const which = task?.indexUid?.includes('__catchup_')
         ? 'catch-up build'
@@ -498,6 +499,7 @@ async function main() {
           .selectFrom('search_reindex')
           .select('target')
           .execute()
+          // A poll that fails is a poll missed: the next one looks again.
           .catch(() => []);
         if (building.some((b) => b.target.includes('__catchup_'))) rebuildSeen ??= Date.now();
         else if (rebuildSeen !== undefined) rebuildGone ??= Date.now();
@@ -1176,6 +1178,7 @@ function watchBeside(db: Db, meili: Meilisearch): { stop: () => Promise<string> 
         samples++;
         for (const r of rows) vacuums.set(r.query, (vacuums.get(r.query) ?? 0) + 1);
       })
+      // A sample missed (Postgres busy) counts as none; the share is of the samples taken.
       .catch(() => {})
       .finally(() => {
         sampling = false;

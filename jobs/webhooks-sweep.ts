@@ -6,14 +6,9 @@ import {
   deliverJobId,
   webhookRuntime,
 } from './deliver-webhooks.processor.js';
+import { type PeriodicTask, runPeriodically } from './periodic.js';
 import { createQueue } from './queue.js';
 import type { WorkerDeps } from './registry.js';
-
-export interface WebhookSweep {
-  /** Resolves after the first sweep (or its failure, which is logged). */
-  readonly ready: Promise<void>;
-  stop(): Promise<void>;
-}
 
 /** How often a worker looks for endpoints behind the feed: the longest a new event waits for its job. */
 export const WEBHOOK_SWEEP_MS = 1_000;
@@ -25,13 +20,11 @@ const PRUNE_EVERY_MS = 3_600_000;
  * the middle of a request, loses nothing: the endpoint is behind, and is enqueued again (its job id
  * makes the many workers' sweeps add it once). Once an hour it also forgets old delivery attempts.
  */
-export function startWebhookSweep(deps: WorkerDeps, intervalMs = WEBHOOK_SWEEP_MS): WebhookSweep {
+export function startWebhookSweep(deps: WorkerDeps, intervalMs = WEBHOOK_SWEEP_MS): PeriodicTask {
   const queue = createQueue('webhooks', { connection: deps.connection, prefix: deps.config.queuePrefix });
   const log = deps.logger.child({ component: 'webhooks-sweep' });
   let lastPrune = 0;
-  let running: Promise<void> = Promise.resolve();
-  let busy = false;
-  const once = async () => {
+  const sweep = async () => {
     const { feed } = webhookRuntime(deps);
     const now = new Date();
     const ids = await endpointsBehind(deps.db, feed, now);
@@ -50,30 +43,15 @@ export function startWebhookSweep(deps: WorkerDeps, intervalMs = WEBHOOK_SWEEP_M
       if (pruned > 0) log.info({ pruned }, 'old webhook delivery attempts removed');
     }
   };
-  const sweep = () => {
-    // A slow sweep (Postgres busy) is not stacked on: the next tick after it ends sweeps again.
-    if (busy) return running;
-    busy = true;
-    running = once()
-      .catch((err: unknown) => {
-        // Postgres or Redis away: that outage is logged once (with its end) by its tracker.
-        const outage = reportConnectionError(err, { postgres: deps.db, redis: deps.connection });
-        log[outage ? 'debug' : 'warn']({ err }, 'webhook sweep failed; the next one tries again');
-      })
-      .finally(() => {
-        busy = false;
-      });
-    return running;
-  };
-  const ready = sweep();
-  const timer = setInterval(sweep, intervalMs);
-  timer.unref();
-  return {
-    ready,
-    async stop() {
-      clearInterval(timer);
-      await running;
-      await queue.close();
+  // A slow sweep (Postgres busy) is not stacked on: the next tick after it ends sweeps again.
+  return runPeriodically({
+    intervalMs,
+    run: sweep,
+    onError: (err) => {
+      // Postgres or Redis away: that outage is logged once (with its end) by its tracker.
+      const outage = reportConnectionError(err, { postgres: deps.db, redis: deps.connection });
+      log[outage ? 'debug' : 'warn']({ err }, 'webhook sweep failed; the next one tries again');
     },
-  };
+    close: () => queue.close(),
+  });
 }

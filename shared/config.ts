@@ -41,22 +41,23 @@ const Env = Type.Object({
   SEARCH_ANSWER_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /**
    * Imports use a second core: register batches are prepared on a worker thread, location batches
-   * load two transactions at once (docs/imports.md; measured faster on a quiet machine, so on).
+   * load two transactions at once (docs/imports.md); faster on a quiet machine, so on
+   * (docs/journal/2026-11-25.md, 09:23).
    */
   IMPORT_PIPELINE: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /** Memory the embedded Meilisearch may use for indexing (its --max-indexing-memory). */
   MEILI_MAX_INDEXING_MEMORY: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)? ?(B|[KMGT]i?B|[KMGT]b)$' }),
   /**
    * Threads the embedded Meilisearch indexes with (its --max-indexing-threads); unset, Meilisearch's
-   * own default, half the machine's cores. On 2 cores, 2 took the 5.7M catch-up build from 327-344 to
-   * 259 s, for a 6 % larger index and the core the API answers on: during a rebuild the API's p99
-   * was 100 ms against 69 with one thread (docs/search.md).
+   * own default, half the machine's cores. A second thread on 2 cores builds faster but takes the
+   * core the API answers on, so searches slow down during a rebuild (docs/search.md, Meilisearch
+   * memory and disk).
    */
   MEILI_MAX_INDEXING_THREADS: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 })),
   /**
    * LMDB's write map for the embedded Meilisearch (its own variable, passed on as read): a write's
-   * dirty pages stay page cache the kernel can reclaim, not heap memory. At 5.7M Orgs it is what
-   * lets Meilisearch build and serve the register under a 6 GiB memory limit (docs/search.md).
+   * dirty pages stay page cache the kernel can reclaim, not heap memory. It is what lets Meilisearch
+   * build and serve the register under a memory limit (docs/search.md, Meilisearch memory and disk).
    */
   MEILI_EXPERIMENTAL_REDUCE_INDEXING_MEMORY_USAGE: Type.Union([Type.Literal('true'), Type.Literal('false')]),
   /**
@@ -73,8 +74,8 @@ const Env = Type.Object({
   /**
    * on: a backlog that size is rebuilt while the import that makes it still runs, the new index
    * following the import's commits (search/catch-up.ts); off (default): the rebuild waits for the
-   * import. On one 2-core machine `on` gained nothing measurable at 5.7M Orgs and made the import
-   * itself 1.5-1.8 times as long (docs/search.md): it is for Meilisearch on cores of its own.
+   * import. On a 2-core machine `on` gained nothing and made the import itself slower
+   * (docs/search.md): it is for Meilisearch on cores of its own.
    */
   SEARCH_REBUILD_DURING_IMPORT: Type.Union([Type.Literal('on'), Type.Literal('off')]),
   /**

@@ -12,7 +12,8 @@ import type { Database } from './tables.js';
  *   another Org, so a slug names at most one Org).
  *
  * The public case is a union of two index lookups, not `public_slug = $1 or id in (...)`: Postgres
- * can answer that OR only by scanning orgs (225 ms for an unknown slug at 300k Orgs).
+ * can answer that OR only by scanning orgs, slow for a slug no Org has (docs/journal/2026-11-24.md,
+ * 21:02).
  */
 export type OrgDomainRef = Extract<DomainRef, { kind: 'org' | 'org-public' }>;
 

@@ -6,8 +6,8 @@ import { from as copyFrom } from 'pg-copy-streams';
 
 /**
  * Bulk writes through `COPY ... FROM STDIN` inside a Kysely transaction. COPY's text format costs
- * Postgres far less to read than the same rows as a JSON document or as array parameters (measured
- * for Locations: about 33 against 57 µs a row, most of it the parsing), and it still fires every
+ * Postgres far less to read than the same rows as a JSON document or as array parameters, the
+ * parsing being most of a row's cost (docs/journal/2026-11-22.md, 04:36), and it still fires every
  * constraint, foreign key and generated column.
  *
  * Kysely does not hand out its pg client, and COPY needs it. So every client of a pool made by

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../api/app.js';
 import { loadConfig } from '../shared/config.js';
-import { eventually, get, importOneOrg, newAccount, startTestApi, useTestApi } from './support/api.js';
+import { get, importOneOrg, newAccount, startTestApi, useTestApi } from './support/api.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
+import { eventually } from './support/wait.js';
 
 const UNAVAILABLE = {
   code: 503,

@@ -4,12 +4,13 @@ import { buildApp } from '../api/app.js';
 import { ensureOrgIndex } from '../search/index-definition.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { eventually, get, importOneOrg, newAccount } from './support/api.js';
+import { get, importOneOrg, newAccount } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
+import { eventually } from './support/wait.js';
 
 /** Lost connections: logged once per outage, with the recovery, not once per request. */
 

@@ -5,6 +5,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
 import { freePort } from './support/tcp-proxy.js';
+import { eventually } from './support/wait.js';
 
 describe('bizdir serve', () => {
   let t: TestDb;
@@ -32,14 +33,15 @@ describe('bizdir serve', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     try {
       const base = `http://127.0.0.1:${port}`;
-      let up = false;
-      for (let i = 0; i < 300 && !up; i++) {
-        up = await fetch(`${base}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (!up) await new Promise((r) => setTimeout(r, 100));
-      }
+      // Refused until the server listens: that is what is waited for.
+      const up = await eventually(
+        () =>
+          fetch(`${base}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        { timeoutMs: 30_000 },
+      );
       expect(up).toBe(true);
       const res = await fetch(`${base}/v1/org/${domain}?api_key=${api_key}`);
       expect(res.status).toBe(200);

@@ -4,14 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { comparePositions, decodeCursor } from '../events/event-cursor.js';
 import { ExpiredCursorError, type FeedEvent, readEvents } from '../events/feed.read-model.js';
 import { deleteOldestEvents, pruneEvents } from '../events/retention.repository.js';
-import { createWorkerDeps, startWorkers } from '../jobs/worker.js';
-import { loadConfig } from '../shared/config.js';
-import { createLogger } from '../shared/logger.js';
+import { startWorkers } from '../jobs/worker.js';
 import { createRedis } from '../shared/redis.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
 import { rng as seeded } from './support/rng.js';
+import { eventually, sleep } from './support/wait.js';
+import { inProcessWorkerDeps } from './support/worker.js';
 
 /**
  * The feed's guarantee (docs/events.md): a reader paging with cursors never reads an event twice and
@@ -31,7 +31,6 @@ afterAll(async () => {
 const SUFFIX = 'bizdir.test';
 const read = (after: string | null, limit: number, filter = {}) =>
   readEvents(t.db, after, limit, filter, { domainSuffix: SUFFIX });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function connect(url = t.url): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url });
@@ -278,24 +277,15 @@ describe('the prune-events job', () => {
       await writer.query(`insert into events (type, data, created) values
         ('import.started', '{"label": "ten days old"}', now() - interval '10 days'),
         ('import.started', '{"label": "three days old"}', now() - interval '3 days')`);
-      const config = loadConfig({
-        DATABASE_URL: t.url,
-        REDIS_URL: TEST_REDIS_URL,
-        QUEUE_PREFIX: queue.prefix,
-        LOG_LEVEL: 'silent',
-        EVENTS_RETENTION_DAYS: '7',
-      });
-      const workers = startWorkers(createWorkerDeps(config, t.db, connection, createLogger(config)), {
+      const deps = inProcessWorkerDeps(t, queue.prefix, connection, { EVENTS_RETENTION_DAYS: '7' });
+      const workers = startWorkers(deps, {
         queues: ['events'],
       });
       try {
-        const deadline = Date.now() + 20_000;
-        let labels: unknown[] = [];
-        while (Date.now() < deadline) {
-          labels = (await read(null, 10)).events.map((e) => e.data.label);
-          if (labels.length === 1) break;
-          await sleep(100);
-        }
+        const labels = await eventually(
+          async () => (await read(null, 10)).events.map((e) => e.data.label),
+          (seen) => seen.length === 1,
+        );
         expect(labels).toEqual(['three days old']);
       } finally {
         await workers.close();

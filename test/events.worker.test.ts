@@ -1,14 +1,18 @@
-import type { ChildProcess } from 'node:child_process';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { comparePositions, decodeCursor } from '../events/event-cursor.js';
 import { getRun, type ImportRun } from '../ingest/import-run.js';
-import { runCli, spawnCli } from './support/cli.js';
-import { createTestDb, type TestDb } from './support/db.js';
-import { TEST_REDIS_URL } from './support/env.js';
+import { runCli } from './support/cli.js';
+import type { TestDb } from './support/db.js';
 import { expectUnbrokenVersions, feedEvents, recordEvents, tempFile } from './support/events.js';
-import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+import {
+  closeCliServices,
+  openCliServices,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 
 /**
  * A worker killed (SIGKILL) in the middle of a register import's merge, the run then finished by
@@ -17,62 +21,35 @@ import { registrarCsv, registrarFields } from './support/registrar-csv.js';
  * for a first import and for a month-later `--full` one.
  */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
-const workers: ChildProcess[] = [];
-
-function startWorker(): ChildProcess {
-  const child = spawnCli(['worker', '--lock-duration', '2000', '--stalled-interval', '1000'], env);
-  workers.push(child);
-  return child;
-}
-
-async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill(signal);
-  await exited;
-}
-
-async function waitForRun(id: number, until: (run: ImportRun) => boolean, timeoutMs = 120_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await getRun(t.db, id);
-    if (run && until(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const workers = new WorkerProcesses(() => env);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  ({ t, queue, env } = await openCliServices());
 });
 
-afterAll(async () => {
-  for (const w of workers) await stopWorker(w, 'SIGKILL');
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers));
 
 const COMPANIES = 20_000;
 const number = (i: number) => String(3_000_000 + i).padStart(8, '0');
 
 /** Queues an import, kills its worker once the merge has committed a chunk, and lets another finish it. */
 async function importKilledMidMerge(file: string, options: string[] = []): Promise<ImportRun> {
-  const victim = startWorker();
+  const victim = workers.start();
   const queued = await runCli(['import', 'registrar', file, ...options], env);
   expect(queued.code).toBe(0);
   const runId = Number(/import run (\d+) queued/.exec(queued.stdout)![1]);
-  await waitForRun(runId, (r) => Number(r.merged_rows) > 0);
-  await stopWorker(victim, 'SIGKILL');
+  await waitForRun(t.db, runId, (r) => Number(r.merged_rows) > 0, { pollMs: 10 });
+  await workers.stop(victim, 'SIGKILL');
   const atKill = (await getRun(t.db, runId))!;
   expect(atKill.status).toBe('running');
   expect(Number(atKill.merged_rows)).toBeLessThan(COMPANIES);
-  const rescuer = startWorker();
-  const done = await waitForRun(runId, (r) => r.status !== 'running' && r.status !== 'queued');
-  await stopWorker(rescuer);
+  const rescuer = workers.start();
+  const done = await waitForRun(t.db, runId, (r) => r.status !== 'running' && r.status !== 'queued', {
+    pollMs: 10,
+  });
+  await workers.stop(rescuer);
   expect(done.status).toBe('succeeded');
   return done;
 }

@@ -1,36 +1,24 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, spawnCli } from './support/cli.js';
-import { createTestDb, type TestDb } from './support/db.js';
-import { TEST_REDIS_URL } from './support/env.js';
-import { testQueuePrefix } from './support/redis.js';
+import { runCli } from './support/cli.js';
+import type { TestDb } from './support/db.js';
+import { closeCliServices, openCliServices, type TestQueue, WorkerProcesses } from './support/worker.js';
 
 /** `bizdir import locations` through the real CLI, queue and worker (the operator's two commands). */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
-let worker: ChildProcess | undefined;
+const workers = new WorkerProcesses(() => env);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
-  worker = spawnCli(['worker'], env);
+  ({ t, queue, env } = await openCliServices());
+  workers.start([]);
 });
 
-afterAll(async () => {
-  if (worker && worker.exitCode === null) {
-    const exited = new Promise((resolve) => worker!.once('exit', resolve));
-    worker.kill('SIGTERM');
-    await exited;
-  }
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers, 'SIGTERM'));
 
 // Each CLI call starts a process through tsx: slow on a busy machine, hence the generous timeouts.
 describe('bizdir import locations', { timeout: 120_000 }, () => {

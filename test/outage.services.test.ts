@@ -15,6 +15,7 @@ import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { freePort, hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
+import { eventually, sleep } from './support/wait.js';
 
 /**
  * Real lost connections, logged through shared/outage.ts: a private redis-server that is killed and
@@ -45,17 +46,6 @@ function capture(level: 'info' | 'debug' = 'info') {
   return { lines, logger, count };
 }
 
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** A redis-server of this test's own, started and killed at will. */
 class PrivateRedis {
   private child: ChildProcess | null = null;
@@ -83,7 +73,7 @@ class PrivateRedis {
       { stdio: 'ignore' },
     );
     this.child = child;
-    const up = await until(
+    const up = await eventually(
       () =>
         new Promise<boolean>((resolve) => {
           const s = net.connect(this.port, '127.0.0.1');
@@ -93,7 +83,7 @@ class PrivateRedis {
           });
           s.once('error', () => resolve(false));
         }),
-      10_000,
+      { timeoutMs: 10_000 },
     );
     if (!up) throw new Error(`redis-server did not start on port ${this.port}`);
   }
@@ -121,14 +111,14 @@ describe('outages of real connections are logged once, with their recovery', { t
       expect(lines).toEqual([]);
       await server.kill();
       // ioredis retries every 100 ms: a dozen failed attempts or more while the server is away.
-      expect(await until(() => count(/^Redis connection lost; retrying$/) === 1)).toBe(true);
+      expect(await eventually(() => count(/^Redis connection lost; retrying$/) === 1)).toBe(true);
       await sleep(1_500);
       expect(count(/^Redis connection lost/)).toBe(1);
       expect(count(/recovered/)).toBe(0);
       await server.start();
       // The queue's command, queued while Redis was away (a worker connection waits), goes through.
       await queue.getJobCounts();
-      expect(await until(() => count(/^Redis connection recovered after \d+\.\d s$/) === 1)).toBe(true);
+      expect(await eventually(() => count(/^Redis connection recovered after \d+\.\d s$/) === 1)).toBe(true);
       const lost = lines.find((l) => /lost/.test(l.msg))!;
       expect(lost).toMatchObject({ level: 40, service: 'Redis' });
       expect(lost.err).toMatch(/ECONNREFUSED|ECONNRESET|Connection is closed/);
@@ -138,6 +128,7 @@ describe('outages of real connections are logged once, with their recovery', { t
       expect(recovered.down_ms).toBeGreaterThanOrEqual(1_500);
       expect(lines).toHaveLength(2);
     } finally {
+      // After a failed assertion Redis may be down here; that failure is the one reported.
       await queue.close().catch(() => undefined);
       connection.disconnect();
       await server.kill();
@@ -227,18 +218,18 @@ describe('outages of real connections are logged once, with their recovery', { t
       const sweeps = () => count(/^job completed$/, 20);
       const failedSweeps = () => count(/^job failed$/, 20);
       try {
-        expect(await until(() => sweeps() >= 1)).toBe(true);
+        expect(await eventually(() => sweeps() >= 1)).toBe(true);
         await proxy.cut();
-        expect(await until(() => failedSweeps() >= 3)).toBe(true);
+        expect(await eventually(() => failedSweeps() >= 3)).toBe(true);
         expect(count(/^Meilisearch connection lost; retrying$/, 40)).toBe(1);
         expect(count(/^job failed$/, 40)).toBe(0); // not one warning per failed sweep
         expect(count(/^job completed$/, 30)).toBe(0); // sweeps that found nothing: debug, not info
         const before = sweeps();
         await proxy.start();
-        expect(await until(() => sweeps() > before)).toBe(true);
-        expect(await until(() => count(/^Meilisearch connection recovered after \d+\.\d s$/, 30) === 1)).toBe(
-          true,
-        );
+        expect(await eventually(() => sweeps() > before)).toBe(true);
+        expect(
+          await eventually(() => count(/^Meilisearch connection recovered after \d+\.\d s$/, 30) === 1),
+        ).toBe(true);
         expect(count(/connection lost/)).toBe(1);
       } finally {
         await workers.close(5_000);

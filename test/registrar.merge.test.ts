@@ -15,6 +15,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG } from './support/import.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
+import { eventually } from './support/wait.js';
 
 /**
  * The register merge writes several chunks side by side (run-import.ts `merge`, `mergeLanes`) and
@@ -156,14 +157,15 @@ describe('register merge in lanes', () => {
         values ('gb', 'harbour-4-ltd', 'HARBOUR 4 (ELSEWHERE)', 'x')`.execute(conn);
       const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
       const importing = (await run(t.db, source, { mergeLanes: 2, mergeChunk: 3 })).done();
-      let waited = false;
-      for (let i = 0; i < 600 && !waited; i++) {
-        const { rows: waiting } = await sql<{ n: number }>`
-          select count(*)::int as n from pg_stat_activity
-          where ${rows[0]!.pid}::int = any(pg_blocking_pids(pid))`.execute(t.db);
-        waited = waiting[0]!.n > 0;
-        if (!waited) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      const waited = await eventually(
+        async () => {
+          const { rows: waiting } = await sql<{ n: number }>`
+            select count(*)::int as n from pg_stat_activity
+            where ${rows[0]!.pid}::int = any(pg_blocking_pids(pid))`.execute(t.db);
+          return waiting[0]!.n > 0;
+        },
+        { timeoutMs: 30_000, pollMs: 50 },
+      );
       await sql`commit`.execute(conn);
       return { importing, waited };
     });

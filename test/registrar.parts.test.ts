@@ -1,52 +1,33 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getRun, type ImportRun, type RunView } from '../ingest/import-run.js';
-import { runCli, spawnCli } from './support/cli.js';
+import { getRun, type RunView } from '../ingest/import-run.js';
+import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { TEST_REDIS_URL } from './support/env.js';
 import { importFeed } from './support/import.js';
-import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
+import {
+  closeCliServices,
+  openCliServices,
+  QUICK_TAKEOVER,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 import { makeZip } from './support/zip.js';
 
 /**
  * Runs of several sources (docs/imports.md) end to end: the real CLI, the real queue, real worker processes.
  */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
-const workers: ChildProcess[] = [];
+const workers = new WorkerProcesses(() => env);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-parts-'));
 
-function startWorker(...args: string[]): ChildProcess {
-  const child = spawnCli(
-    ['worker', '--queues', 'import', '--lock-duration', '2000', '--stalled-interval', '1000', ...args],
-    env,
-  );
-  workers.push(child);
-  return child;
-}
-
-async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill(signal);
-  await exited;
-}
-
-async function waitForRun(id: number, until: (run: ImportRun) => boolean, timeoutMs = 90_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await getRun(t.db, id);
-    if (run && until(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const startWorker = (...args: string[]) => workers.start(['--queues', 'import', ...QUICK_TAKEOVER, ...args]);
 
 const number = (i: number) => String(5_000_000 + i).padStart(8, '0');
 /** A part file of companies [from, to), with an optional post town for all of them. */
@@ -67,18 +48,12 @@ const showJson = async (id: number): Promise<RunView & { issues: unknown[] }> =>
 const runIdOf = (stdout: string) => Number(/import run (\d+)/.exec(stdout)![1]);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
   // The parts run with IMPORT_PIPELINE=on (batches prepared on a worker thread, read two ahead), so
   // a killed worker and a resumed part are checked on that path too; other tests use the default.
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix, IMPORT_PIPELINE: 'on' };
+  ({ t, queue, env } = await openCliServices({ IMPORT_PIPELINE: 'on' }));
 });
 
-afterAll(async () => {
-  for (const w of workers) await stopWorker(w, 'SIGKILL');
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers));
 
 describe('a register run of several parts', () => {
   it('is one run: parts read in parallel by two workers, one report, --json list and show', async () => {
@@ -138,8 +113,8 @@ describe('a register run of several parts', () => {
     expect(Array.isArray(runs)).toBe(true);
     expect(runs.map((r) => r.id).slice(0, 2)).toEqual([runIdOf(again.stdout), id]);
     expect(runs[0]!.parts).toHaveLength(4);
-    await stopWorker(a);
-    await stopWorker(b);
+    await workers.stop(a);
+    await workers.stop(b);
   }, 180_000);
 
   it('--full across parts marks once what no part holds; a broken part fails the run and marks nothing', async () => {
@@ -213,7 +188,7 @@ describe('a register run of several parts', () => {
       /^bizdir: .*not-register\.csv: not a company register file: missing columns/,
     );
     expect(await t.db.selectFrom('import_runs').select('id').execute()).toEqual(runsBefore);
-    await stopWorker(w);
+    await workers.stop(w);
   }, 180_000);
 
   it('a worker killed mid-part: another resumes it, counts and records as one clean run', async () => {
@@ -225,13 +200,13 @@ describe('a register run of several parts', () => {
       const queued = await runCli(['import', 'registrar', ...files], env);
       expect(queued.code).toBe(0);
       const id = runIdOf(queued.stdout);
-      await waitForRun(id, (r) => r.checkpoint_rows > 0);
-      await stopWorker(victim, 'SIGKILL');
+      await waitForRun(t.db, id, (r) => r.checkpoint_rows > 0);
+      await workers.stop(victim, 'SIGKILL');
       const atKill = (await getRun(t.db, id))!;
       expect(atKill.status).toBe('running');
       expect(atKill.checkpoint_rows).toBeLessThan(22_000);
       const rescuer = startWorker();
-      const done = await waitForRun(id, (r) => r.status !== 'running' && r.status !== 'queued', 120_000);
+      const done = await waitForRun(t.db, id, (r) => r.status !== 'running' && r.status !== 'queued');
       expect(done).toMatchObject({
         status: 'succeeded',
         rows_read: 22_000,
@@ -242,7 +217,7 @@ describe('a register run of several parts', () => {
       const mine = (await registerState(t.db)).filter((o) => o.city === 'HULL');
       const theirs = await registerState(reference.db);
       expect(mine).toEqual(theirs);
-      await stopWorker(rescuer);
+      await workers.stop(rescuer);
     } finally {
       await reference.drop();
     }

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,42 +13,23 @@ import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
 import { freePort } from './support/tcp-proxy.js';
+import { eventually } from './support/wait.js';
+import {
+  closeCliServices,
+  openCliServices,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 
 /**
  * The registrar import end to end through the real CLI, the real queue and real worker processes.
  * Workers use short lock and stall settings so a killed worker's job is taken over within seconds.
  */
 let t: TestDb;
-let queue: ReturnType<typeof testQueuePrefix>;
+let queue: TestQueue;
 let env: Record<string, string>;
-const workers: ChildProcess[] = [];
-
-function startWorker(): ChildProcess {
-  const child = spawnCli(['worker', '--lock-duration', '2000', '--stalled-interval', '1000'], env);
-  workers.push(child);
-  return child;
-}
-
-async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill(signal);
-  await exited;
-}
-
-async function waitForRun(
-  id: number,
-  until: (run: ImportRun) => boolean,
-  timeoutMs = 90_000,
-): Promise<ImportRun> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await getRun(t.db, id);
-    if (run && until(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const workers = new WorkerProcesses(() => env);
 
 async function withImportQueue<T>(fn: (q: Queue) => Promise<T>): Promise<T> {
   const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
@@ -63,20 +43,14 @@ async function withImportQueue<T>(fn: (q: Queue) => Promise<T>): Promise<T> {
 }
 
 beforeAll(async () => {
-  t = await createTestDb();
-  queue = testQueuePrefix();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  ({ t, queue, env } = await openCliServices());
 });
 
-afterAll(async () => {
-  for (const w of workers) await stopWorker(w, 'SIGKILL');
-  await queue?.cleanup();
-  await t?.drop();
-});
+afterAll(() => closeCliServices({ t, queue }, workers));
 
 describe('registrar import through the queue', () => {
   it('imports with --wait, reports counts and rejected rows, and a second import writes nothing', async () => {
-    const worker = startWorker();
+    const worker = workers.start();
     const first = await runCli(['import', 'registrar', 'test/fixtures/registrar-small.csv', '--wait'], env);
     expect(first.stderr).not.toMatch(/bizdir:/);
     expect(first.code).toBe(0);
@@ -123,7 +97,7 @@ describe('registrar import through the queue', () => {
       expect(await badJob?.getState()).toBe('failed');
       expect(badJob?.attemptsMade).toBe(1);
     });
-    await stopWorker(worker);
+    await workers.stop(worker);
     expect(worker.exitCode).toBe(0);
   }, 120_000);
 
@@ -201,14 +175,13 @@ describe('registrar import through the queue', () => {
       const follower = collectOutput(
         spawnCli(['import', 'registrar', 'test/fixtures/registrar-small.csv', '--wait'], ownEnv),
       );
-      const deadline = Date.now() + 60_000;
-      while (!follower.stderr().includes('no worker is taking import jobs') && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 100));
+      await eventually(() => follower.stderr().includes('no worker is taking import jobs'), {
+        timeoutMs: 60_000,
+      });
       expect(follower.stderr()).toMatch(
         /^run \d+ is queued, but no worker is taking import jobs: start one with `bizdir worker`/m,
       );
-      const worker = spawnCli(['worker'], ownEnv);
-      workers.push(worker);
+      const worker = workers.start([], ownEnv);
       expect(await follower.exited).toBe(0);
       expect(follower.stdout()).toMatch(/import run \d+ succeeded: /);
       expect(follower.stderr().match(/no worker is taking/g)).toHaveLength(1);
@@ -218,7 +191,7 @@ describe('registrar import through the queue', () => {
       expect((await q.getWorkers()).length).toBeGreaterThan(0);
       await q.close();
       connection.disconnect();
-      await stopWorker(worker);
+      await workers.stop(worker);
     } finally {
       await own.cleanup();
     }
@@ -257,19 +230,19 @@ describe('registrar import through the queue', () => {
       await importFeed(reference.db, 'registrar', 'test/fixtures/registrar-small.csv');
       const clean = await importFeed(reference.db, 'registrar', big);
 
-      const victim = startWorker();
+      const victim = workers.start();
       const queued = await runCli(['import', 'registrar', big], env);
       expect(queued.code).toBe(0);
       const runId = Number(/import run (\d+) queued/.exec(queued.stdout)![1]);
-      const partway = await waitForRun(runId, (r) => r.checkpoint_rows > 0);
-      await stopWorker(victim, 'SIGKILL');
+      const partway = await waitForRun(t.db, runId, (r) => r.checkpoint_rows > 0);
+      await workers.stop(victim, 'SIGKILL');
       const atKill = (await getRun(t.db, runId))!;
       expect(atKill.status).toBe('running');
       expect(atKill.checkpoint_rows).toBeGreaterThanOrEqual(partway.checkpoint_rows);
       expect(atKill.checkpoint_rows).toBeLessThan(rows.length);
 
-      const rescuer = startWorker();
-      const done = await waitForRun(runId, (r) => r.status !== 'running' && r.status !== 'queued');
+      const rescuer = workers.start();
+      const done = await waitForRun(t.db, runId, (r) => r.status !== 'running' && r.status !== 'queued');
       expect(done.status).toBe('succeeded');
       const counts = (r: ImportRun) => [
         r.rows_read,
@@ -282,7 +255,7 @@ describe('registrar import through the queue', () => {
       expect(counts(done)).toEqual(counts(clean));
       expect(counts(done)).toEqual([24_001, 24_000, 1, 0, 0, 0]);
       expect(await registerState(t.db)).toEqual(await registerState(reference.db));
-      await stopWorker(rescuer);
+      await workers.stop(rescuer);
     } finally {
       await reference.drop();
     }

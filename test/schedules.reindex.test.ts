@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Job } from 'bullmq';
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +22,8 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
+import { scheduleFiring } from './support/schedules.js';
+import { eventually } from './support/wait.js';
 
 /**
  * Reindex schedules through the real processors: a firing queues the rebuild `bizdir reindex`
@@ -89,26 +90,14 @@ async function schedule(name: string, job: 'reindex' | 'reindex-verify', whenGro
 
 /** One firing, as BullMQ hands it to the processor (its last attempt). */
 const fireAt = async (name: string, slot: string, processor = fire) =>
-  (await processor(
-    {
-      id: `test-${name}-${slot}`,
-      data: { schedule: name },
-      opts: { prevMillis: Date.parse(slot), attempts: 1 },
-      timestamp: Date.now(),
-      attemptsMade: 0,
-    } as unknown as Job<{ schedule: string }, unknown, 'run-schedule'>,
-    undefined,
-    undefined,
-  )) as RunScheduleOutcome;
+  (await processor(scheduleFiring(name, slot), undefined, undefined)) as RunScheduleOutcome;
 
 async function settledRun(id: number) {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const run = await getReindexRun(t.db, id);
-    if (run && ['succeeded', 'failed', 'skipped'].includes(run.status)) return run;
-    if (Date.now() > deadline) throw new Error(`reindex run ${id} did not settle: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const settled = (run: Awaited<ReturnType<typeof getReindexRun>>) =>
+    run !== undefined && ['succeeded', 'failed', 'skipped'].includes(run.status);
+  const run = await eventually(() => getReindexRun(t.db, id), settled, { timeoutMs: 90_000 });
+  if (!settled(run)) throw new Error(`reindex run ${id} did not settle: ${JSON.stringify(run)}`);
+  return run!;
 }
 
 const runIdOf = (o: RunScheduleOutcome) => (o as { runId: number }).runId;

@@ -1,20 +1,19 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRun, waitForRun } from '../ingest/import-run.js';
 import { runScheduleProcessor } from '../jobs/schedules/run-schedule.processor.js';
 import { upsertSchedule } from '../jobs/schedules/schedule.repository.js';
 import type { RunScheduleOutcome } from '../jobs/schedules/scheduler.js';
-import { createWorkerDeps, type RunningWorkers, startWorkers } from '../jobs/worker.js';
-import { loadConfig } from '../shared/config.js';
-import { createLogger } from '../shared/logger.js';
+import { type RunningWorkers, startWorkers } from '../jobs/worker.js';
 import { createRedis } from '../shared/redis.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+import { scheduleFiring } from './support/schedules.js';
+import { inProcessWorkerDeps } from './support/worker.js';
 import { makeZip } from './support/zip.js';
 
 /**
@@ -75,13 +74,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const config = loadConfig({
-    DATABASE_URL: t.url,
-    REDIS_URL: TEST_REDIS_URL,
-    QUEUE_PREFIX: queue.prefix,
-    LOG_LEVEL: 'silent',
-  });
-  const deps = createWorkerDeps(config, t.db, redis, createLogger(config));
+  const deps = inProcessWorkerDeps(t, queue.prefix, redis);
   fire = runScheduleProcessor(deps);
   running = startWorkers(deps, { queues: ['import'] });
   await upsertSchedule(t.db, {
@@ -105,17 +98,7 @@ afterAll(async () => {
 
 /** One firing of the schedule, as BullMQ hands it to the processor (its last attempt). */
 const fireAt = async (slot: string) =>
-  (await fire(
-    {
-      id: `test-${slot}`,
-      data: { schedule: 'register' },
-      opts: { prevMillis: Date.parse(slot), attempts: 1 },
-      timestamp: Date.now(),
-      attemptsMade: 0,
-    } as unknown as Job<{ schedule: string }, unknown, 'run-schedule'>,
-    undefined,
-    undefined,
-  )) as RunScheduleOutcome;
+  (await fire(scheduleFiring('register', slot, `test-${slot}`), undefined, undefined)) as RunScheduleOutcome;
 
 const settled = (runId: number) => waitForRun(t.db, runId, { pollMs: 50, timeoutMs: 90_000 });
 const gone = async () =>

@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertSchedule } from '../jobs/schedules/schedule.repository.js';
-import { createWorkerDeps, type RunningWorkers, startWorkers } from '../jobs/worker.js';
-import { loadConfig } from '../shared/config.js';
-import { createLogger } from '../shared/logger.js';
+import { type RunningWorkers, startWorkers } from '../jobs/worker.js';
 import { createRedis } from '../shared/redis.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
+import { eventually } from './support/wait.js';
+import { inProcessWorkerDeps } from './support/worker.js';
 
 /**
  * A schedule through the real worker: the worker reconciles it into a BullMQ job scheduler at
@@ -51,24 +51,17 @@ describe('a schedule run by the worker', () => {
       tz: 'UTC',
       options: { country: 'GB', full: false },
     });
-    const config = loadConfig({
-      DATABASE_URL: t.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: queue.prefix,
-      LOG_LEVEL: 'silent',
-    });
-    const deps = createWorkerDeps(config, t.db, redis, createLogger(config));
+    const deps = inProcessWorkerDeps(t, queue.prefix, redis);
     running = startWorkers(deps, { queues: ['import'] });
 
-    const deadline = Date.now() + 60_000;
-    let runs = await runsOf('every-second');
-    while (!runs.some((r) => r.status === 'skipped') && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      runs = await runsOf('every-second');
-    }
+    await eventually(
+      () => runsOf('every-second'),
+      (runs) => runs.some((r) => r.status === 'skipped'),
+      { timeoutMs: 60_000 },
+    );
     await running.close(5_000);
     running = undefined;
-    runs = await runsOf('every-second');
+    const runs = await runsOf('every-second');
 
     const first = runs[0]!;
     // The same figures `bizdir import registrar test/fixtures/registrar-small.csv` reports.

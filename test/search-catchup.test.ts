@@ -17,6 +17,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
+import { sleep, until } from './support/wait.js';
 
 const SUFFIX = 'bizdir.test';
 
@@ -205,15 +206,6 @@ describe('a far-behind index is rebuilt, not synced batch by batch', () => {
   });
 });
 
-/** Polls `check` every 100 ms until it holds; fails after 30 s. */
-async function until(check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
  * A test database with 100 Orgs synced into `indexUid`, and a worker running the index queue with
  * a backlog threshold of 200 and SEARCH_REBUILD_DURING_IMPORT as given (for the enclosing describe).
@@ -264,7 +256,10 @@ describe('the index worker waits for a bulk import, then rebuilds (SEARCH_REBUIL
     const { t, meili, indexUid } = w;
     const created = (await meili.getRawIndex(indexUid)).createdAt;
     await addOrgs(t.db, 101, 150);
-    await until(async () => (await pendingChanges(t.db)) === 0);
+    await until(async () => (await pendingChanges(t.db)) === 0, {
+      timeoutMs: 30_000,
+      what: 'an empty outbox',
+    });
     expect((await meili.getRawIndex(indexUid)).createdAt).toBe(created);
 
     const run = await t.db
@@ -275,14 +270,17 @@ describe('the index worker waits for a bulk import, then rebuilds (SEARCH_REBUIL
     // A sync that planned before the run existed (the sweep runs every second) could still take the
     // next rows as a normal batch: let any such run end before the bulk change lands. Seen on a
     // loaded machine (the full suite at twice its usual time): all 850 synced, 0 pending.
-    await new Promise((r) => setTimeout(r, 1_500));
+    await sleep(1_500);
     await addOrgs(t.db, 151, 1000);
     // Several sweeps (one a second) pass: nothing is posted while the import runs.
-    await new Promise((r) => setTimeout(r, 2_500));
+    await sleep(2_500);
     expect(await pendingChanges(t.db)).toBe(850);
     expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(150);
     await t.db.updateTable('import_runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
-    await until(async () => (await pendingChanges(t.db)) === 0);
+    await until(async () => (await pendingChanges(t.db)) === 0, {
+      timeoutMs: 30_000,
+      what: 'an empty outbox',
+    });
     expect((await meili.getRawIndex(indexUid)).createdAt).not.toBe(created);
     expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(1000);
     expect(driftCount(await verifyIndex(t.db, meili, indexUid))).toBe(0);
@@ -296,7 +294,10 @@ describe('the index worker rebuilds during a bulk import, following it (SEARCH_R
     const { t, meili, indexUid } = w;
     const created = (await meili.getRawIndex(indexUid)).createdAt;
     await addOrgs(t.db, 101, 150);
-    await until(async () => (await pendingChanges(t.db)) === 0);
+    await until(async () => (await pendingChanges(t.db)) === 0, {
+      timeoutMs: 30_000,
+      what: 'an empty outbox',
+    });
     expect((await meili.getRawIndex(indexUid)).createdAt).toBe(created);
 
     const run = await t.db
@@ -308,21 +309,27 @@ describe('the index worker rebuilds during a bulk import, following it (SEARCH_R
     // The build starts while the import runs; the live index and the outbox stay as they are.
     const building = async () =>
       (await t.db.selectFrom('search_reindex').select('target').execute()).map((r) => r.target);
-    await until(async () => (await building()).length === 1);
+    await until(async () => (await building()).length === 1, {
+      timeoutMs: 30_000,
+      what: 'the build to start',
+    });
     const [target] = await building();
     expect(target).toContain('__catchup_');
     // More commits of the same import, and a rename of an Org already in the index: followed.
     await addOrgs(t.db, 1001, 1100, 'FOLLOWED');
     await sql`update orgs set name = 'RENAMED DURING THE IMPORT LTD', version_number = version_number + 1,
         updated = now() where public_slug = 'catchup-120'`.execute(t.db);
-    await until(async () => {
-      // Registered before Meilisearch creates it: not found for a moment.
-      const stats = await meili
-        .index(target!)
-        .getStats()
-        .catch(() => undefined);
-      return stats?.numberOfDocuments === 1100 && !stats.isIndexing;
-    });
+    await until(
+      async () => {
+        // Registered before Meilisearch creates it: not found for a moment.
+        const stats = await meili
+          .index(target!)
+          .getStats()
+          .catch(() => undefined);
+        return stats?.numberOfDocuments === 1100 && !stats.isIndexing;
+      },
+      { timeoutMs: 30_000, what: 'the build to follow the import' },
+    );
     expect(await pendingChanges(t.db)).toBe(951);
     expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(150);
     await t.db.updateTable('import_runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
@@ -332,6 +339,7 @@ describe('the index worker rebuilds during a bulk import, following it (SEARCH_R
         (await pendingChanges(t.db)) === 0 &&
         (await building()).length === 0 &&
         (await indexesNamed(meili, `${indexUid}__`)).length === 0,
+      { timeoutMs: 30_000, what: 'the swap and the retired index deleted' },
     );
     expect((await meili.getRawIndex(indexUid)).createdAt).not.toBe(created);
     expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(1100);

@@ -18,6 +18,7 @@ import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+import { until } from './support/wait.js';
 
 const SUFFIX = 'bizdir.test';
 const COUNT = 3_000;
@@ -126,11 +127,10 @@ describe('bizdir reindex', () => {
     expect(target).toMatch(/__build_/);
     expect(await t.db.selectFrom('search_reindex').select('target').execute()).toEqual([]);
     // The dropped build's index is deleted (a task of its own, after its canceled ones).
-    const deadline = Date.now() + 30_000;
-    while (await indexExists(meili, target)) {
-      if (Date.now() > deadline) throw new Error(`${target} was not deleted`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(async () => !(await indexExists(meili, target)), {
+      timeoutMs: 30_000,
+      what: `${target} deleted`,
+    });
     const names = (await meili.getRawIndexes({ limit: 1000 })).results.map((i) => i.uid);
     expect(names.filter((n) => n.startsWith(indexUid))).toEqual([indexUid]);
     expect((await meili.getRawIndex(indexUid)).createdAt).toBe(live.createdAt);
@@ -231,11 +231,10 @@ describe('bizdir reindex', () => {
     expect(stderr).toMatch(/search index rebuild stopped before the swap: the live index is unchanged/);
     expect(stdout).not.toMatch(/search index rebuilt/);
     const target = /building (\S+)/.exec(stdout)![1]!;
-    const deadline = Date.now() + 30_000;
-    while (await indexExists(meili, target)) {
-      if (Date.now() > deadline) throw new Error(`${target} was not deleted`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(async () => !(await indexExists(meili, target)), {
+      timeoutMs: 30_000,
+      what: `${target} deleted`,
+    });
     expect(await t.db.selectFrom('search_reindex').select('target').execute()).toEqual([]);
     expect((await meili.getRawIndex(indexUid)).createdAt).toBe(live.createdAt);
   }, 120_000);

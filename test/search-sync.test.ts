@@ -23,6 +23,7 @@ import { importFeed } from './support/import.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+import { eventually } from './support/wait.js';
 
 const SUFFIX = 'bizdir.test';
 
@@ -31,20 +32,6 @@ function registerFile(rows: [number: string, name: string][]): string {
   const file = path.join(dir, 'registrar.csv');
   writeFileSync(file, registrarCsv(rows.map(([n, name]) => registrarFields(n, name))));
   return file;
-}
-
-/** Waits for eventual consistency (the index follows Postgres within seconds), never for a fixed time. */
-async function eventually<T>(
-  probe: () => Promise<T>,
-  ok: (value: T) => boolean,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('sync through the index queue', () => {

@@ -1,21 +1,29 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getRun, type ImportRun } from '../ingest/import-run.js';
+import { getRun } from '../ingest/import-run.js';
 import { ensureOrgIndex } from '../search/index-definition.js';
 import { pendingChanges } from '../search/index-sync.repository.js';
 import { indexExists } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
-import { runCli, spawnCli } from './support/cli.js';
+import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+import { until } from './support/wait.js';
+import {
+  closeCliServices,
+  openCliServices,
+  QUICK_TAKEOVER,
+  type TestQueue,
+  WorkerProcesses,
+  waitForRun,
+} from './support/worker.js';
 
 /**
  * SIGTERM while a worker is inside an import: the worker exits within its shutdown deadline, what
@@ -23,61 +31,24 @@ import { registrarCsv, registrarFields } from './support/registrar-csv.js';
  * run finishes with the counts of one clean run.
  */
 let t: TestDb;
-const queue = testQueuePrefix();
+let queue: TestQueue;
 let env: Record<string, string>;
 let dir: string;
-const workers: ChildProcess[] = [];
+const workers = new WorkerProcesses(() => env);
 
-function startWorker(shutdownTimeoutMs = 30_000): {
-  child: ChildProcess;
-  exited: Promise<number | null>;
-  stderr: () => string;
-} {
-  // SIGTERM aborts the jobs' signals at once: the import hands its job back after the batch it is
-  // committing, well before the deadline (a job still running at the deadline makes the worker exit 1,
-  // so the deadline leaves room for a slow commit or an index sync batch on a busy machine). Short
-  // lock/stall settings let the next worker take the job over at once.
-  const child = spawnCli(
-    [
-      'worker',
-      '--shutdown-timeout',
-      String(shutdownTimeoutMs),
-      '--lock-duration',
-      '2000',
-      '--stalled-interval',
-      '1000',
-    ],
-    env,
-  );
-  workers.push(child);
-  let err = '';
-  child.stderr?.on('data', (d) => {
-    err += d;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, stderr: () => err };
-}
-
-async function waitForRun(id: number, until: (run: ImportRun) => boolean): Promise<ImportRun> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const run = await getRun(t.db, id);
-    if (run && until(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+// SIGTERM aborts the jobs' signals at once: the import hands its job back after the batch it is
+// committing, well before the deadline (a job still running at the deadline makes the worker exit 1,
+// so the deadline leaves room for a slow commit or an index sync batch on a busy machine). Short
+// lock/stall settings let the next worker take the job over at once.
+const startWorker = () => workers.start(['--shutdown-timeout', '30000', ...QUICK_TAKEOVER]);
 
 beforeAll(async () => {
-  t = await createTestDb();
-  env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+  ({ t, queue, env } = await openCliServices());
   dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-sigterm-'));
 });
 
 afterAll(async () => {
-  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
-  await queue.cleanup();
-  await t?.drop();
+  await closeCliServices({ t, queue }, workers);
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -95,9 +66,8 @@ describe('SIGTERM during an import batch', () => {
     expect(queued.code).toBe(0);
     const runId = Number(/import run (\d+) queued/.exec(queued.stdout)?.[1]);
 
-    await waitForRun(runId, (r) => r.checkpoint_rows > 0);
-    first.child.kill('SIGTERM');
-    expect(await first.exited).toBe(0);
+    await waitForRun(t.db, runId, (r) => r.checkpoint_rows > 0, { pollMs: 20 });
+    expect(await workers.stop(first)).toBe(0);
 
     const handedBack = await getRun(t.db, runId);
     expect(handedBack?.status).toBe('running');
@@ -113,7 +83,9 @@ describe('SIGTERM during an import batch', () => {
     expect(Number(orgsAtStop.n)).toBe(handedBack!.inserted);
 
     const second = startWorker();
-    const done = await waitForRun(runId, (r) => r.status !== 'running' && r.status !== 'queued');
+    const done = await waitForRun(t.db, runId, (r) => r.status !== 'running' && r.status !== 'queued', {
+      pollMs: 20,
+    });
     expect(done.status).toBe('succeeded');
     expect([
       done.rows_read,
@@ -128,19 +100,9 @@ describe('SIGTERM during an import batch', () => {
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .executeTakeFirstOrThrow();
     expect(Number(orgs.n)).toBe(total);
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
+    expect(await workers.stop(second)).toBe(0);
   }, 180_000);
 });
-
-/** Polls `check` every 100 ms until it holds; fails after 60 s. */
-async function until(check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('SIGTERM while the search index is rebuilt', () => {
   it('stops the build within the deadline, drops its index, and loses nothing: the next worker rebuilds', async () => {
@@ -162,12 +124,8 @@ describe('SIGTERM while the search index is rebuilt', () => {
       ...meiliEnv(indexUid),
     };
     // A deadline the build has no reason to reach: exit code 0 says every job ended within it.
-    const startIndexWorker = () => {
-      const child = spawnCli(['worker', '--queues', 'index', '--shutdown-timeout', '20000'], workerEnv);
-      workers.push(child);
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      return { child, exited };
-    };
+    const startIndexWorker = () =>
+      workers.start(['--queues', 'index', '--shutdown-timeout', '20000'], workerEnv);
     try {
       await addOrgs(1, 100);
       await ensureOrgIndex(meili, indexUid);
@@ -184,17 +142,22 @@ describe('SIGTERM while the search index is rebuilt', () => {
 
       const first = startIndexWorker();
       let target = '';
-      await until(async () => {
-        const rows = await s.db.selectFrom('search_reindex').select('target').execute();
-        target = rows[0]?.target ?? '';
-        return target !== '' && (await indexExists(meili, target));
-      });
-      first.child.kill('SIGTERM');
-      expect(await first.exited).toBe(0);
+      await until(
+        async () => {
+          const rows = await s.db.selectFrom('search_reindex').select('target').execute();
+          target = rows[0]?.target ?? '';
+          return target !== '' && (await indexExists(meili, target));
+        },
+        { timeoutMs: 60_000, what: 'the catch-up build to start' },
+      );
+      expect(await workers.stop(first)).toBe(0);
 
       // The half-built index is unregistered and dropped; the live one and the backlog are as they were.
       expect(await s.db.selectFrom('search_reindex').select('target').execute()).toEqual([]);
-      await until(async () => !(await indexExists(meili, target)));
+      await until(async () => !(await indexExists(meili, target)), {
+        timeoutMs: 60_000,
+        what: 'the build index dropped',
+      });
       expect((await meili.getRawIndex(indexUid)).createdAt).toBe(liveCreated);
       expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(100);
       expect(await pendingChanges(s.db)).toBe(900);
@@ -202,11 +165,10 @@ describe('SIGTERM while the search index is rebuilt', () => {
       // Once the import has ended, the next worker rebuilds from the start.
       await s.db.updateTable('import_runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
       const second = startIndexWorker();
-      await until(async () => (await pendingChanges(s.db)) === 0);
+      await until(async () => (await pendingChanges(s.db)) === 0, { timeoutMs: 60_000, what: 'the rebuild' });
       expect((await meili.index(indexUid).getStats()).numberOfDocuments).toBe(1000);
       expect(driftCount(await verifyIndex(s.db, meili, indexUid))).toBe(0);
-      second.child.kill('SIGTERM');
-      expect(await second.exited).toBe(0);
+      expect(await workers.stop(second)).toBe(0);
     } finally {
       await prefix.cleanup();
       const { results } = await meili.getIndexes({ limit: 1000 });

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,14 +8,15 @@ import { createLogger } from '../shared/logger.js';
 import { createRedis } from '../shared/redis.js';
 import { findDelivery } from '../webhooks/delivery.repository.js';
 import { createEventFeed } from '../webhooks/feed.read-model.js';
-import { eventually, newAccount, noDns, SUFFIX } from './support/api.js';
-import { spawnCli } from './support/cli.js';
+import { newAccount, noDns, SUFFIX } from './support/api.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { feedEvents } from './support/events.js';
 import { importFeed } from './support/import.js';
 import { TestReceiver } from './support/receiver.js';
 import { testQueuePrefix } from './support/redis.js';
+import { eventually } from './support/wait.js';
+import { QUICK_TAKEOVER, WorkerProcesses } from './support/worker.js';
 
 /**
  * Webhooks end to end: records imported, their events read from the real feed by the real workers
@@ -27,7 +27,13 @@ let t: TestDb;
 let queue: ReturnType<typeof testQueuePrefix>;
 let accountId: number;
 const receivers: TestReceiver[] = [];
-const children: ChildProcess[] = [];
+const env = () => ({
+  DATABASE_URL: t.url,
+  REDIS_URL: TEST_REDIS_URL,
+  QUEUE_PREFIX: queue.prefix,
+  WEBHOOKS_ALLOW_PRIVATE: 'on',
+});
+const workers = new WorkerProcesses(env);
 
 const endpointDeps = (): EndpointDeps => ({
   db: t.db,
@@ -57,8 +63,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await workers.stopAll();
   for (const r of receivers) await r.stop();
   await queue?.cleanup();
   await t?.drop();
@@ -95,7 +100,7 @@ describe('webhook workers', () => {
       });
       const done = await eventually(
         async () => all.eventIds().length >= expected.length && orgs.eventIds().length >= expectedOrgs.length,
-        300,
+        { timeoutMs: 30_000 },
       );
       expect(done).toBe(true);
     } finally {
@@ -123,20 +128,7 @@ describe('webhook workers', () => {
     const expected = (await feedEvents(t.db, {}, mark)).map((e) => e.id);
     expect(expected.length).toBeGreaterThan(2);
 
-    const env = {
-      DATABASE_URL: t.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: queue.prefix,
-      WEBHOOKS_ALLOW_PRIVATE: 'on',
-    };
-    const worker = () => {
-      const child = spawnCli(
-        ['worker', '--queues', 'webhooks', '--lock-duration', '2000', '--stalled-interval', '1000'],
-        env,
-      );
-      children.push(child);
-      return child;
-    };
+    const worker = () => workers.start(['--queues', 'webhooks', ...QUICK_TAKEOVER]);
     // The first request is never answered: the worker sending it is killed meanwhile.
     let hung!: () => void;
     const firstArrived = new Promise<void>((resolve) => {
@@ -151,14 +143,14 @@ describe('webhook workers', () => {
     };
     const first = worker();
     await firstArrived;
-    const exited = new Promise((resolve) => first.once('exit', resolve));
-    first.kill('SIGKILL');
-    await exited;
+    await workers.stop(first, 'SIGKILL');
     // Redis loses everything this test's queue held (the killed worker's job with it).
     await queue.cleanup();
     worker();
     // The endpoint's lease (held by the dead worker) lapses, the sweep enqueues it again.
-    const done = await eventually(async () => r.eventIds().length >= expected.length + 1, 600);
+    const done = await eventually(async () => r.eventIds().length >= expected.length + 1, {
+      timeoutMs: 60_000,
+    });
     expect(done).toBe(true);
     const ids = r.eventIds();
     // At least once: the unanswered event again, with the same webhook-id, then the rest in order.

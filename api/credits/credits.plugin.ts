@@ -174,12 +174,15 @@ export const creditsPlugin = fp<CreditsPluginOptions>(
 
     // Every answer of a request counted against a rate limit says where its window stands.
     app.addHook('onSend', async (request, reply, payload) => {
+      // Only its end is waited for here (rateLimit is set either way): a failed reservation is the
+      // answer being sent, put there by the error handler.
       if (request.reservation) await request.reservation.catch(() => undefined);
       reply.rateLimitHeaders(request.rateLimit);
       return payload;
     });
 
     app.addHook('onResponse', async (request) => {
+      // A reservation that failed holds no credit to give back; the error handler answered with it.
       const reservation = await request.reservation?.catch(() => null);
       if (reservation && !reservation.settled) {
         await app.credits

@@ -10,10 +10,9 @@ import type { Redis } from 'ioredis';
  * `window` after its first request.
  *
  * Why not @fastify/rate-limit with its Redis store: it would be a second round trip per request
- * (its own `increment` script, in a hook the request waits for before ours runs), measured against
- * the local Redis with ioredis auto-pipelining and 32 concurrent callers, 3 alternating rounds of 5 s
- * on the shared 2-CPU machine (load average 14): one script 10,106-11,174 calls/s, p50 0.66-0.75 ms;
- * its script then ours 4,915-7,955/s, p50 1.29-3.54 ms. One script also keeps the order exact (a
+ * (its own `increment` script, in a hook the request waits for before ours runs), and two scripts
+ * in a row answered fewer calls a second, each slower, than one (docs/journal/2026-11-23.md,
+ * 20:26). One script also keeps the order exact (a
  * refused request never holds a credit) and lets GET /v1/usage read the same window. The window,
  * the counting and the header names follow the library's, so clients see no difference.
  */

@@ -3,8 +3,8 @@ import Type, { type Static, type TSchema } from 'typebox';
 /**
  * A documented field whose value may be unknown: always present, `null` when unknown. Written as
  * OpenAPI 3.0 `nullable` rather than `anyOf [T, null]`: the serializer then checks `=== null` instead
- * of validating the value against each branch (40 µs per Org with a default Location), Ajv and the
- * OpenAPI document understand it alike.
+ * of validating the value against each branch, a cost paid for every Org with a default Location
+ * (docs/journal/2026-11-22.md, 02:16); Ajv and the OpenAPI document understand it alike.
  */
 export const Nullable = <T extends TSchema>(schema: T) =>
   Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });

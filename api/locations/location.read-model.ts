@@ -3,10 +3,9 @@ import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
 import { hasUid, uidOf } from '../../shared/org-domains.js';
 import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/tables.js';
-import { jsonOf } from '../records/json-columns.js';
+import { addressJson } from '../records/nested-record.read-model.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
 import {
-  ADDRESS_JSON_COLUMNS,
   type AddressRecord,
   LOCATION_JSON_COLUMNS,
   type LocationRecord,
@@ -70,7 +69,7 @@ function locationQuery(db: Db, ref: LocationRef) {
     .select([
       uidOf('orgs').as('org_uid'),
       'orgs.domain_cc as org_domain_cc',
-      jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('address'),
+      addressJson('addresses').as('address'),
     ])
     .where((eb) => matchesRef(eb, ref))
     .limit(1);
@@ -112,7 +111,7 @@ export async function listOrgLocations(
       .leftJoin('addresses', 'addresses.id', 'locations.address_id')
       .select(LOCATION_COLUMNS)
       .select(JSON_COLUMNS)
-      .select(jsonOf<AddressRecord>('addresses', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('address'))
+      .select(addressJson('addresses').as('address'))
       .where('locations.org_id', '=', orgId)
       .orderBy('locations.is_default', 'desc')
       // Case-insensitive by name, then byte order, so the order does not depend on the server's locale.

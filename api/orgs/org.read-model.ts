@@ -3,17 +3,9 @@ import type pg from 'pg';
 import type { Db } from '../../shared/db.js';
 import { type OrgDomainRef, orgHasDomain, uidOf } from '../../shared/org-domains.js';
 import type { PhonesJson } from '../../shared/tables.js';
-import { jsonOf } from '../records/json-columns.js';
+import { addressJson, locationJson } from '../records/nested-record.read-model.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
-import {
-  ADDRESS_JSON_COLUMNS,
-  type AddressRecord,
-  LOCATION_JSON_COLUMNS,
-  type LocationRecord,
-  ORG_COLUMNS,
-  type OrgColumn,
-  type OrgRecord,
-} from '../records/records.js';
+import { ORG_COLUMNS, type OrgColumn, type OrgRecord } from '../records/records.js';
 
 /**
  * An Org column of the record as a select expression. Typed here: database.ts's Generated<Json<T>> /
@@ -41,9 +33,9 @@ function orgQuery(db: Db) {
     .leftJoin('addresses as da', 'da.id', 'dl.address_id')
     .select([
       ...ORG_COLUMNS.map(orgColumn),
-      jsonOf<AddressRecord>('ra', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('registered_address'),
-      jsonOf<LocationRecord>('dl', LOCATION_JSON_COLUMNS).as('default_location'),
-      jsonOf<AddressRecord>('da', ADDRESS_JSON_COLUMNS, { uidFromId: true }).as('default_address'),
+      addressJson('ra').as('registered_address'),
+      locationJson('dl').as('default_location'),
+      addressJson('da').as('default_address'),
       sql<number>`(select count(*) from locations ol
         where ol.org_id = orgs.id and (ol.closed_date is null or ol.closed_date > (now() at time zone 'UTC')::date))`.as(
         'open_locations',
@@ -62,9 +54,8 @@ export async function findOrgByRef(db: Db, ref: OrgDomainRef): Promise<OrgRecord
 /**
  * Orgs by internal id, in the order of `ids` (ids with no Org are skipped), for search results: one
  * named prepared statement (prepared.ts). A page of ids of any length is one array argument, so
- * Postgres plans the query once per connection instead of once per search (5.7M Orgs, 20 random
- * ids: p50 6.1-7.5 ms planned per call, 4.1-5.5 ms prepared; docs/search.md), and no query is
- * built in JavaScript per search.
+ * Postgres plans the query once per connection instead of once per search (a page's Orgs come
+ * faster: docs/journal/2026-11-27.md, 23:24), and no query is built in JavaScript per search.
  */
 export function prepareOrgsByIds(db: Db) {
   const query = new PreparedQuery<OrgRecord>(

@@ -7,9 +7,9 @@ const ARG = /^\{bizdir-arg:(.+)\}$/;
 
 /**
  * A read-model query built once with Kysely and run as a named prepared statement: Postgres parses
- * and plans it once per connection instead of once per request (measured with pgbench on the Org
- * query, 8 clients: 3,645 tps planned per request, 9,668 prepared), and no query is built in
- * JavaScript per request. Arguments are bound by name: compile the query with `arg('x')` where the
+ * and plans it once per connection instead of once per request, and planning cost the Org query more
+ * than running it (docs/journal/2026-11-23.md, 20:01); and no query is built in JavaScript per
+ * request. Arguments are bound by name: compile the query with `arg('x')` where the
  * value goes, then `run(pool, { x })`.
  */
 export class PreparedQuery<R> {

@@ -74,8 +74,8 @@ export interface LocationWithOrgRecord extends LocationRecord {
 
 /**
  * A nested record as a JSON object of just the columns the views read (`null` when the join found
- * nothing). `to_jsonb(row)` converted every column, wide jsonb and text ones included, and measured
- * as a third of the Org query's cost in Postgres (pgbench, prepared: 7,700 tps with it, 10,000 without).
+ * nothing). `to_jsonb(row)` converted every column, wide jsonb and text ones included, a large share
+ * of the Org query's cost in Postgres (docs/journal/2026-11-23.md, 20:01).
  */
 export const ADDRESS_JSON_COLUMNS = [
   'uid',

@@ -44,7 +44,7 @@ const security = [{ http_api_key: [] }];
 const query = Type.Object(ApiKeyQuery);
 
 /**
- * `/v1/webhook_endpoints`: an account's webhook endpoints, managed with its key (docs/webhooks.md).
+ * `/v1/webhook_endpoints`: an account's webhook endpoints, managed with its key (docs/events.md, Webhooks).
  * Every answer is metered like any other route; another account's endpoint is 404.
  */
 export const webhookRoutes: FastifyPluginAsync = async (root) => {

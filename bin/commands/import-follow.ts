@@ -44,6 +44,7 @@ export async function followRun(db: Db, queue: TypedQueue<'import'>, runId: numb
   const checkForWorkers = async (status: string) => {
     if (status !== 'queued' || Date.now() < nextWorkerCheck) return;
     nextWorkerCheck = Date.now() + NO_WORKER_GRACE_MS;
+    // Redis not answering says nothing about the workers: no verdict now, asked again after the grace.
     const workers = await queue.getWorkers().catch(() => null);
     if (workers === null || workers.length > 0) return;
     nextWorkerCheck = Number.POSITIVE_INFINITY;

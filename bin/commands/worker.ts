@@ -11,10 +11,10 @@ import { CliError, databaseUrlOf, redisUrlOf, resolvedConfig } from '../cli-cont
 
 /**
  * How far V8 lets a worker's heap grow past what the last full collection kept, in percent. V8's own
- * factor (up to 4x) let an import's heaps grow to 5x their live size: at 1M rows the main thread kept
- * 37-54 MB alive and grew to 257 MB before collecting, the preparing thread kept 8-18 MB and grew to
- * 132 MB, a peak RSS of 422-523 MB. At 50% the same import peaked at 276-278 MB, as fast
- * (docs/imports.md, "Seventh round"). A `--heap-growing-percent` given to node itself wins.
+ * factor (up to 4x) let an import's heaps grow to several times their live data before collecting,
+ * and the worker's peak RSS with them; bounded at 50 % the same import peaked far lower and ran as
+ * fast (docs/imports.md, Workers; docs/journal/2026-11-26.md, 19:39). A `--heap-growing-percent`
+ * given to node itself wins.
  */
 const HEAP_GROWING_PERCENT = 50;
 

@@ -49,6 +49,7 @@ export function meiliBinaryPath(): string {
 async function executableCopy(dataDir: string): Promise<string> {
   const source = meiliBinaryPath();
   const target = path.join(dataDir, 'meilisearch-bin');
+  // No copy there yet (or none that can be read): it is made below.
   const [src, dst] = await Promise.all([fs.stat(source), fs.stat(target).catch(() => null)]);
   if (!dst || dst.size !== src.size) {
     // Copy to a temporary name first so a concurrent starter never runs a half-written file.

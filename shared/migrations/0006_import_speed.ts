@@ -8,8 +8,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // measured, half the cost of recording a batch's keys. Runs are never deleted while they hold keys.
   await sql`alter table import_run_keys drop constraint if exists import_run_keys_run_id_fkey`.execute(db);
   // No query filters or sorts on these wide columns, so planner statistics on them are never used,
-  // yet ANALYZE (autovacuum's too) spent most of its time there: measured at 100,000 Locations,
-  // 1.45 s with them, 0.39 s without.
+  // yet ANALYZE (autovacuum's too) spent most of its time there (docs/journal/2026-11-22.md, 04:36).
   await sql`
     alter table locations
       alter column phones set statistics 0, alter column hours set statistics 0,

@@ -5,8 +5,9 @@ import { type Kysely, sql } from 'kysely';
 export async function up(db: Kysely<unknown>): Promise<void> {
   // bizdir_uid (0001) as the same permutation with its loops unrolled: four rounds, then the eight
   // base-36 digits in one expression. Same values for every id (test/schema.test.ts compares the two
-  // over a range and at the ends of the id space), so every stored uid stays as it is; about 40% less
-  // plpgsql time per call (2.7 against 4.3 µs), and a new Org and its address call it once each.
+  // over a range and at the ends of the id space), so every stored uid stays as it is; a call costs
+  // far less plpgsql time (docs/journal/2026-11-24.md, 23:20), and a new Org and its address call it
+  // once each.
   await sql`
     create or replace function bizdir_uid(n bigint) returns text
     language plpgsql immutable strict parallel safe as $$

@@ -7,7 +7,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // ingest/table-stats.ts), so the per-batch (Org, store code) join keeps its index plan. ANALYZE
   // samples 300 rows per unit of the largest statistics target among the columns it is given: at
   // the default 100 that is 30,000 rows, most of a first import's 100,000-row table, five times a
-  // run (measured: 1.3 s of Postgres CPU in a 100,000-row first import). The join needs only the
+  // run (a large share of a first import's Postgres CPU: docs/journal/2026-11-24.md, before 21:23). The join needs only the
   // row count and the keys' distinct counts, which 3,000 rows estimate as well (the other lookups on
   // them are equality on indexed keys). Autovacuum's whole-table ANALYZE keeps the default for the others.
   await sql`

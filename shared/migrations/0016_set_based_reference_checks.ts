@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
 export async function up(db: Kysely<unknown>): Promise<void> {
   // A first register import writes an Org and its public label per company, 5,000 per statement.
   // The two foreign keys below checked each row on its own (an SPI query with a row lock on the
-  // referenced row): measured at 200,000 Orgs, 24 + 36 ms of a 5,000-company insert of ~220 ms.
+  // referenced row), a large share of each 5,000-company insert (docs/journal/2026-11-25.md, 02:24).
   // They are replaced by statement-level checks over the statement's transition table: one query
   // per statement (an index probe per row, no row lock), raising the same error (23503, the same
   // constraint name) when a row names a missing Address or Org. The delete side (an Org that still has labels, an Address an Org still points

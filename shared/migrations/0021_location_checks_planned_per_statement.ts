@@ -13,8 +13,8 @@ interface Check {
  * A trigger function that runs each check as its own EXECUTE, so each is planned for the statement at
  * hand: with the transition tables' real row counts and the referenced tables' current size. A
  * static query in PL/pgSQL keeps the plan it was given on its first call in a session; when that call
- * saw one row, a later large update joined old_rows to new_rows by a nested loop (measured in a
- * 100,000-row Location import: 4.4 s in each of the two checks of one update, 9 s of the import), and
+ * saw one row, a later large update joined old_rows to new_rows by a nested loop (seconds per check
+ * in a Location import: docs/journal/2026-11-25.md, 23:31), and
  * a probe planned while the referenced table was nearly empty could stay a sequential scan.
  */
 function checkFunction(name: string, checks: Check[]) {
@@ -168,8 +168,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     },
   ]).execute(db);
 
-  // The search outbox's update trigger (migration 0003) joins the same two transition tables: measured
-  // in one session, a 2,001-row update of orgs after a one-row update spent 279 ms in it.
+  // The search outbox's update trigger (migration 0003) joins the same two transition tables, and a
+  // large update of orgs after a one-row one was slow in it too (docs/journal/2026-11-25.md, 23:31).
   await sql`
     create or replace function search_outbox_from_update() returns trigger language plpgsql as $$
     begin

@@ -17,8 +17,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // Until now a labels table held every public label a record had: its current one (also in the
   // record's unique `public_slug`) and its former ones. A first register import wrote each new Org's
   // label twice: a heap row and two btree entries more per company, the slug key in random order.
-  // Measured on a 1M first import (bench/import-profile.ts): the merge 24.2 s without that write
-  // against 30.5-31.0 s with it, WAL 1,026 against 1,384 MB, full-page images 7.8K against 26K.
+  // Without that write a first import's merge is faster and writes far less WAL
+  // (docs/journal/2026-11-25.md, 23:31).
   //
   // From here on a labels table holds the labels its records held BEFORE (aliases kept after a
   // rename); the current label is the record's `public_slug`. Lookups by label already read both.

@@ -7,8 +7,8 @@ const TABLES = ['orgs', 'addresses'] as const;
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // `uid` was a stored generated column: bizdir_uid(id), a PL/pgSQL permutation of the id, run for
-  // every inserted Org and Address. In the merge of a 1M first import of the register it was 17 % of
-  // the Postgres backends' CPU samples (perf; docs/imports.md, sixth round). Since 0020 nothing finds
+  // every inserted Org and Address, a noticeable share of the Postgres backends' CPU in the merge of
+  // a first import of the register (perf; docs/journal/2026-11-26.md, 16:28). Since 0020 nothing finds
   // a row by its uid column (lookups go by id = bizdir_uid_id(uid)), so the column only echoed the id:
   // readers compute it (bizdir_uid(id) in SQL, bizdirUid in shared/domains.ts), with the same values.
   // Dropping a column is a catalog change: no row is rewritten, its space is reused as rows change.

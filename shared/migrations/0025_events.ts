@@ -140,7 +140,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // statement is an EXECUTE, planned for the statement at hand (migration 0021: a static query keeps
   // the plan of its session's first call, a one-row plan reused for a 5,000-row chunk). JIT is off in
   // them: a transition table has no statistics, so a 5,000-row join is estimated at 100,000s of rows,
-  // past jit_above_cost, and compiling took 2.4 s for a statement that runs in 20 ms.
+  // past jit_above_cost, and compiling took far longer than the statement runs
+  // (docs/journal/2026-11-29.md, 07:16).
   await sql`
     create function bizdir_events_orgs_inserted() returns trigger language plpgsql set jit = off as $$
     begin

@@ -102,15 +102,6 @@ export function useTestApi(
   return api;
 }
 
-/** Polls until `check` passes; recovery is asserted, its speed is not. */
-export async function eventually(check: () => Promise<boolean>, attempts = 100): Promise<boolean> {
-  for (let i = 0; i < attempts; i++) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
-}
-
 export function newAccount(db: Db, credits = 1_000, anchorDate = '2026-01-15'): Promise<NewAccount> {
   return createAccount(db, { name: 'Test account', credits, anchorDate });
 }
