@@ -155,6 +155,18 @@ describe('a location run retried by its job', () => {
   }, 120_000);
 });
 
+describe('a location run refused at its last step', () => {
+  it('drops its keys with the refusal (a --full sheet cut short, over --max-gone)', async () => {
+    const open = await openKiosks();
+    const runId = await fullRun(ALL.slice(0, 100));
+    const refused = runImport({ db: t.db, config: FEED_CONFIG }, runId);
+    await expect(refused).rejects.toThrow(/more than --max-gone 10%/);
+    expect(await getRun(t.db, runId)).toMatchObject({ status: 'failed', rows_read: 100, closed: 0 });
+    expect(await openKiosks()).toBe(open);
+    expect(await scratchOf(runId)).toEqual({ keys: 0, firsts: 0 });
+  }, 60_000);
+});
+
 describe('a location run failed for good while an attempt of it goes on (its job stalled out)', () => {
   // The worker's `failed` handler fails the run of a job that stalled too often; the attempt whose
   // lock lapsed may live on. Failing the run drops its keys, so that attempt must write nothing
