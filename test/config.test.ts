@@ -53,7 +53,22 @@ describe('configuration', () => {
     });
   });
 
+  it('reads MEILI_URL as one Meilisearch or a list of replicas', () => {
+    expect(loadConfig({ MEILI_URL: 'http://m:7700' })).toMatchObject({
+      meiliUrl: 'http://m:7700',
+      meiliUrls: ['http://m:7700'],
+    });
+    expect(loadConfig({ MEILI_URL: 'http://m1:7700, https://m2:7700' })).toMatchObject({
+      meiliUrl: 'http://m1:7700',
+      meiliUrls: ['http://m1:7700', 'https://m2:7700'],
+    });
+    expect(loadConfig({}).meiliUrls).toEqual([]);
+  });
+
   it.each([
+    ['MEILI_URL', 'http://m1:7700,http://m1:7700'],
+    ['MEILI_URL', 'http://m1:7700,'],
+    ['MEILI_URL', 'http://m1:7700,ftp://m2'],
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['PORT', '-1'],
