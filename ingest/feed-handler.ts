@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
+import { BizdirError } from '../shared/errors.js';
 import type { Database, ImportFeed, ImportOptionsJson } from '../shared/tables.js';
 import type { CsvRecord } from './csv.js';
 import type { NewIssue } from './import-issues.repository.js';
@@ -229,10 +230,10 @@ export class ImportOptionsError extends Error {
  * and their records changed since (another run of the feed merged in between). The run reads those
  * parts again (under the feed's lock, so it cannot happen twice) and goes on merging.
  */
-export class StaleStagedRowsError extends Error {
+export class StaleStagedRowsError extends BizdirError {
   override name = 'StaleStagedRowsError';
   constructor(readonly partNos: readonly number[]) {
-    super(`rows of part ${partNos.join(', ')} changed in the database while the part was read`);
+    super(`rows of part ${partNos.join(', ')} changed in the database while the part was read`, true);
   }
 }
 
@@ -241,6 +242,9 @@ export class StaleStagedRowsError extends Error {
  * public label outside the slug lock, registrar.loader.ts). Nothing of the chunk committed; merging
  * again from the last committed chunk, with fresh reservations, resolves it.
  */
-export class MergeRaceError extends Error {
+export class MergeRaceError extends BizdirError {
   override name = 'MergeRaceError';
+  constructor(message: string) {
+    super(message, true);
+  }
 }

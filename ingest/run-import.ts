@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../shared/db.js';
-import { FeedFormatError } from '../shared/errors.js';
+import { BizdirError, FeedFormatError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { ignoreError, observeLater, reasonOf } from '../shared/outage.js';
 import type { ImportOptionsJson } from '../shared/tables.js';
@@ -46,7 +46,7 @@ import {
   succeedRun,
 } from './import-run.js';
 import { normalizeRecord } from './normalize-record.js';
-import { openSource, SourceError } from './source.js';
+import { openSource } from './source.js';
 import { StatsKeeper } from './table-stats.js';
 
 // 5,000 rows a batch: fewer statements per row than 2,000 (first import 10.2k -> 10.5k rows/s at 1M
@@ -116,19 +116,16 @@ export interface ImportProgress extends RunCounts {
 }
 
 /** The worker is shutting down: the run stopped cleanly between batches and resumes elsewhere. */
-export class ImportInterruptedError extends Error {
+export class ImportInterruptedError extends BizdirError {
   override name = 'ImportInterruptedError';
+  constructor(message: string) {
+    super(message, true);
+  }
 }
 
-/** An import that did not finish. `permanent`: retrying cannot help (bad file, missing source). */
-export class ImportFailedError extends Error {
+/** An import that did not finish; not `retryable` when trying again cannot help (bad file, missing source). */
+export class ImportFailedError extends BizdirError {
   override name = 'ImportFailedError';
-  constructor(
-    message: string,
-    readonly permanent: boolean,
-  ) {
-    super(message);
-  }
 }
 
 export const progressOf = (run: ImportRun): ImportProgress => ({
@@ -147,21 +144,21 @@ export const progressOf = (run: ImportRun): ImportProgress => ({
 export async function runImport(deps: RunImportDeps, runId: number): Promise<ImportRun> {
   const { db } = deps;
   const run = await getRun(db, runId);
-  if (!run) throw new ImportFailedError(`import run ${runId} does not exist`, true);
+  if (!run) throw new ImportFailedError(`import run ${runId} does not exist`, false);
   // A job delivered twice (or retried after it finished) must not load again.
   if (isSettled(run.status)) return run;
   const handler = feedHandler(run.feed);
   if (!handler) {
     const message = `no handler for feed "${run.feed}"`;
     await failRun(db, runId, message);
-    throw new ImportFailedError(message, true);
+    throw new ImportFailedError(message, false);
   }
   const parts = await partsOf(db, run);
   if (!handler.staged) {
     if (parts.length !== 1) {
       const message = `the ${run.feed} feed takes one source per run (this run has ${parts.length})`;
       await failRun(db, runId, message);
-      throw new ImportFailedError(message, true);
+      throw new ImportFailedError(message, false);
     }
     return withRunErrors(deps, runId, () =>
       withFeedLock(deps, run, handler, async (fresh) => loadDirect(deps, fresh, parts[0]!)),
@@ -172,7 +169,7 @@ export async function runImport(deps: RunImportDeps, runId: number): Promise<Imp
     // A part that fails for good is recorded (runPart); the run still settles below: the parts that
     // loaded are merged, nothing is marked as gone, and the run fails.
     await runPart(deps, part.id).catch((error: unknown) => {
-      if (error instanceof ImportFailedError && error.permanent) return;
+      if (error instanceof ImportFailedError && !error.retryable) return;
       throw error;
     });
   }
@@ -221,13 +218,16 @@ async function withRunErrors(
     // Not a failure: nothing to record, the run's row already says where it stopped.
     if (error instanceof ImportInterruptedError) throw error;
     const failure = classify(error);
-    if (failure.permanent) await failRun(deps.db, runId, failure.message);
+    if (!failure.retryable) await failRun(deps.db, runId, failure.message);
     else {
       await noteRunRetry(deps.db, runId, failure.message).catch((err: unknown) =>
         deps.logger?.warn({ runId, err: reasonOf(err) }, 'could not note the retry on the run'),
       );
     }
-    deps.logger?.warn({ runId, err: failure.message, permanent: failure.permanent }, 'import attempt failed');
+    deps.logger?.warn(
+      { runId, err: failure.message, permanent: !failure.retryable },
+      'import attempt failed',
+    );
     throw failure;
   }
 }
@@ -245,13 +245,13 @@ export async function runPart(deps: RunImportDeps, partId: number): Promise<Impo
   if (!run || isSettled(run.status)) return part;
   const handler = feedHandler(run.feed);
   try {
-    if (!handler?.staged) throw new ImportFailedError(`the ${run.feed} feed is not read in parts`, true);
+    if (!handler?.staged) throw new ImportFailedError(`the ${run.feed} feed is not read in parts`, false);
     await readPart(deps, run, part, handler, handler.staged);
     return await getPart(db, partId);
   } catch (error) {
     if (error instanceof ImportInterruptedError) throw error;
     const failure = classify(error);
-    if (failure.permanent) await failPart(db, part, failure.message);
+    if (!failure.retryable) await failPart(db, part, failure.message);
     else {
       await notePartRetry(db, part, failure.message).catch((err: unknown) =>
         deps.logger?.warn(
@@ -261,7 +261,7 @@ export async function runPart(deps: RunImportDeps, partId: number): Promise<Impo
       );
     }
     deps.logger?.warn(
-      { runId: run.id, part: part.part_no, err: failure.message, permanent: failure.permanent },
+      { runId: run.id, part: part.part_no, err: failure.message, permanent: !failure.retryable },
       'import part failed',
     );
     throw failure;
@@ -305,7 +305,7 @@ async function readPart(
 export async function settleRun(deps: RunImportDeps, runId: number): Promise<ImportRun> {
   const { db } = deps;
   const run = await getRun(db, runId);
-  if (!run) throw new ImportFailedError(`import run ${runId} does not exist`, true);
+  if (!run) throw new ImportFailedError(`import run ${runId} does not exist`, false);
   if (isSettled(run.status)) return run;
   const handler = feedHandler(run.feed);
   if (!handler?.staged) return runImport(deps, runId);
@@ -342,7 +342,7 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
       const failed = parts.filter((p) => p.status === 'failed');
       const unread = parts.filter((p) => !isPartDone(p.status));
       if (unread.length > 0)
-        throw new ImportFailedError(`part ${unread[0]!.part_no} could not be read`, false);
+        throw new ImportFailedError(`part ${unread[0]!.part_no} could not be read`, true);
       await startRun(db, runId);
       const accepted = parts.reduce((n, p) => n + Number(p.accepted), 0);
       const ctx = { runId, partNo: 0, options: fresh.options };
@@ -381,7 +381,7 @@ export async function settleRun(deps: RunImportDeps, runId: number): Promise<Imp
         );
         const view = (await getRun(db, runId))!;
         await deps.onProgress?.(progressOf(view));
-        throw new ImportFailedError(view.error ?? 'a part failed', true);
+        throw new ImportFailedError(view.error ?? 'a part failed', false);
       }
       await deps.onProgress?.(progressOf(current));
       deps.logger?.info(progressOf(current), 'import finished');
@@ -514,17 +514,16 @@ async function merge(
   return current;
 }
 
+/**
+ * An attempt's failure as the run records it. Bizdir's own errors say whether a retry can help
+ * (classified where they arise: a bad file, a missing source, corrupt compressed data, a lost race);
+ * anything else (a lost connection, a deadlock) may pass.
+ */
 function classify(error: unknown): ImportFailedError {
   if (error instanceof ImportFailedError) return error;
-  if (error instanceof FeedFormatError) return new ImportFailedError(error.message, true);
-  if (error instanceof SourceError) return new ImportFailedError(error.message, error.permanent);
-  // zlib's errors (Z_DATA_ERROR, Z_BUF_ERROR: truncated or corrupt .gz) will not heal on retry.
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && code.startsWith('Z_')) {
-    return new ImportFailedError(`corrupt compressed data (${(error as Error).message})`, true);
-  }
+  if (error instanceof BizdirError) return new ImportFailedError(error.message, error.retryable);
   const message = error instanceof Error ? error.message : String(error);
-  return new ImportFailedError(message, false);
+  return new ImportFailedError(message, true);
 }
 
 /** A direct-load feed's one part, batches written as they come, then its finish, under the feed lock. */

@@ -1,12 +1,7 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
 import { failRun } from '../ingest/import-run.js';
-import {
-  ImportFailedError,
-  ImportInterruptedError,
-  type ImportProgress,
-  progressOf,
-  runImport,
-} from '../ingest/run-import.js';
+import { ImportInterruptedError, type ImportProgress, progressOf, runImport } from '../ingest/run-import.js';
+import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 
 /** Progress goes to Redis at most this often; the run row in Postgres has every batch anyway. */
@@ -49,7 +44,7 @@ export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => as
       await job.moveToWait(token);
       throw new WaitingError();
     }
-    if (error instanceof ImportFailedError && error.permanent) throw new UnrecoverableError(error.message);
+    if (error instanceof BizdirError && !error.retryable) throw new UnrecoverableError(error.message);
     // Out of attempts: the run row must not stay "running" for ever.
     if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
       await failRun(deps.db, runId, error instanceof Error ? error.message : String(error));

@@ -1,5 +1,6 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
-import { failPartFor, ImportFailedError, ImportInterruptedError, runPart } from '../ingest/run-import.js';
+import { failPartFor, ImportInterruptedError, runPart } from '../ingest/run-import.js';
+import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 
 /**
@@ -23,7 +24,7 @@ export const importPartProcessor: ProcessorFactory<'import-part'> = (deps) => as
       await job.moveToWait(token);
       throw new WaitingError();
     }
-    if (error instanceof ImportFailedError && error.permanent) throw new UnrecoverableError(error.message);
+    if (error instanceof BizdirError && !error.retryable) throw new UnrecoverableError(error.message);
     // Out of attempts: the part must not stay "running" for ever (the run then fails).
     if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
       await failPartFor(deps.db, partId, error instanceof Error ? error.message : String(error));

@@ -42,7 +42,7 @@ async function partsOf(locations: readonly string[]): Promise<PartSource[]> {
     try {
       entries = await csvEntriesOf(source);
     } catch (error) {
-      if (error instanceof SourceError && !error.permanent) throw new TryAgain(error.message);
+      if (error instanceof SourceError && error.retryable) throw new TryAgain(error.message);
       throw error;
     }
     if (entries.length === 0) parts.push({ source, entry: null });

@@ -52,14 +52,14 @@ export async function importFeed(
   );
 }
 
-/** The message of an import that failed for good (a permanent ImportFailedError); anything else fails the test. */
+/** The message of an import that failed for good (an ImportFailedError that is not retryable); anything else fails the test. */
 export async function permanentFailure(run: Promise<unknown>): Promise<string> {
   const error = await run.then(
     () => undefined,
     (e: unknown) => e,
   );
   expect(error).toBeInstanceOf(ImportFailedError);
-  expect((error as ImportFailedError).permanent).toBe(true);
+  expect((error as ImportFailedError).retryable).toBe(false);
   return (error as Error).message;
 }
 
