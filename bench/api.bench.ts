@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { createAccount } from '../api/accounts/account.service.js';
-import { createImportRun } from '../ingest/import-run.js';
+import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
 import { runImport } from '../ingest/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { uidOf } from '../shared/org-domains.js';

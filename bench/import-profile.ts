@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { createImportRun } from '../ingest/import-run.js';
+import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
 import { runImport } from '../ingest/run-import.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';

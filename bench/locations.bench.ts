@@ -18,7 +18,7 @@ import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createImportRun } from '../ingest/import-run.js';
+import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
 import { runImport } from '../ingest/run-import.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';

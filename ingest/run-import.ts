@@ -21,7 +21,6 @@ import { feedHandler } from './feeds.js';
 import { insertIssues, type NewIssue } from './import-issues.repository.js';
 import {
   addRunCounts,
-  advanceMerge,
   advancePart,
   type BatchCounts,
   failPart,
@@ -30,21 +29,24 @@ import {
   getRun,
   type ImportPart,
   type ImportRun,
+  noteRunRetry,
+  restartPart,
+  startRun,
+  succeedPart,
+} from './import-runs/import-runs.repository.js';
+import {
+  advanceMerge,
   isPartDone,
   isSettled,
   notePartRetry,
-  noteRunRetry,
   type PartSource,
   partLocation,
   partsOf,
   type RunCounts,
-  restartPart,
   runCounts,
   startPart,
-  startRun,
-  succeedPart,
   succeedRun,
-} from './import-run.js';
+} from './import-runs/import-runs.state.js';
 import { normalizeRecord } from './normalize-record.js';
 import { openSource } from './source.js';
 import { StatsKeeper } from './table-stats.js';
@@ -251,7 +253,7 @@ export async function runPart(deps: RunImportDeps, partId: number): Promise<Impo
   } catch (error) {
     if (error instanceof ImportInterruptedError) throw error;
     const failure = classify(error);
-    if (!failure.retryable) await failPart(db, part, failure.message);
+    if (!failure.retryable) await failPart(db, part.id, failure.message);
     else {
       await notePartRetry(db, part, failure.message).catch((err: unknown) =>
         deps.logger?.warn(
@@ -266,12 +268,6 @@ export async function runPart(deps: RunImportDeps, partId: number): Promise<Impo
     );
     throw failure;
   }
-}
-
-/** A part that stopped with a failure the part job could not record (e.g. stalled too often). */
-export async function failPartFor(db: Db, partId: number, message: string): Promise<void> {
-  const part = await getPart(db, partId);
-  if (part) await failPart(db, part, message);
 }
 
 async function readPart(
@@ -733,7 +729,7 @@ async function readSource(
     // wrong sheet), not news that nothing changed: the file fails, with or without --full. Nothing
     // was written (there was no batch).
     if (seen === 0) throw new FeedFormatError('the file has a header but no data rows');
-    if (handler.staged) await succeedPart(db, part, source.bytesRead());
+    if (handler.staged) await succeedPart(db, part.id, source.bytesRead());
     return { current, prepared };
   } finally {
     await source.close();

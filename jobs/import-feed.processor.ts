@@ -1,5 +1,5 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
-import { failRun } from '../ingest/import-run.js';
+import { failRun } from '../ingest/import-runs/import-runs.repository.js';
 import { ImportInterruptedError, type ImportProgress, progressOf, runImport } from '../ingest/run-import.js';
 import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';

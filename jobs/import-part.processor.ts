@@ -1,5 +1,6 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
-import { failPartFor, ImportInterruptedError, runPart } from '../ingest/run-import.js';
+import { failPart } from '../ingest/import-runs/import-runs.repository.js';
+import { ImportInterruptedError, runPart } from '../ingest/run-import.js';
 import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 
@@ -27,7 +28,7 @@ export const importPartProcessor: ProcessorFactory<'import-part'> = (deps) => as
     if (error instanceof BizdirError && !error.retryable) throw new UnrecoverableError(error.message);
     // Out of attempts: the part must not stay "running" for ever (the run then fails).
     if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-      await failPartFor(deps.db, partId, error instanceof Error ? error.message : String(error));
+      await failPart(deps.db, partId, error instanceof Error ? error.message : String(error));
     }
     throw error;
   }

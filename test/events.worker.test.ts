@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { comparePositions, decodeCursor } from '../events/event-cursor.js';
-import { getRun, type ImportRun } from '../ingest/import-run.js';
+import { getRun, type ImportRun } from '../ingest/import-runs/import-runs.repository.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ImportRun } from '../ingest/import-run.js';
+import type { ImportRun } from '../ingest/import-runs/import-runs.repository.js';
 import { ImportFailedError } from '../ingest/run-import.js';
 import { uidOf } from '../shared/org-domains.js';
 import { createTestDb, type TestDb } from './support/db.js';

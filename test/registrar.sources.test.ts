@@ -6,7 +6,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createImportRun, createScheduledRun } from '../ingest/import-run.js';
+import { createImportRun, createScheduledRun } from '../ingest/import-runs/import-runs.state.js';
 import { runImport } from '../ingest/run-import.js';
 import { csvEntriesOf, openSource } from '../ingest/source.js';
 import { createTestDb, type TestDb } from './support/db.js';

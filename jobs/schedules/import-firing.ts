@@ -1,4 +1,5 @@
-import { createScheduledRun, lastSuccessfulFingerprint, type PartSource } from '../../ingest/import-run.js';
+import { lastSuccessfulFingerprint } from '../../ingest/import-runs/import-runs.repository.js';
+import { createScheduledRun, type PartSource } from '../../ingest/import-runs/import-runs.state.js';
 import { csvEntriesOf, SourceError } from '../../ingest/source.js';
 import type { Db } from '../../shared/db.js';
 import type { Logger } from '../../shared/logger.js';

@@ -1,5 +1,5 @@
 import { type Selectable, sql, type Transaction } from 'kysely';
-import type { Db } from '../shared/db.js';
+import type { Db } from '../../shared/db.js';
 import type {
   Database,
   ImportFeed,
@@ -7,11 +7,13 @@ import type {
   ImportRowOutcome,
   ImportRunPartsTable,
   ImportRunsTable,
-} from '../shared/tables.js';
+} from '../../shared/tables.js';
 
 /**
- * Queries on import_runs and import_run_parts, one Kysely chain per function. Only ingest/import-run.ts
- * (the run's state) calls them; the logic lives there and in run-import.ts.
+ * Queries on import_runs and import_run_parts, one Kysely chain per function: the only module that
+ * writes these tables. A step of the run's life that is one statement is called here directly, under
+ * its one name (getRun, advancePart, failRun, ...); the steps made of several statements, and the
+ * rules of the run's statuses, are in import-runs.state.ts.
  */
 export type ImportRun = Omit<Selectable<ImportRunsTable>, 'options'> & { options: ImportOptionsJson };
 export type ImportPart = Selectable<ImportRunPartsTable>;
@@ -124,8 +126,11 @@ export async function listRuns(db: Db, limit: number): Promise<ImportRun[]> {
   return rows.map(asRun);
 }
 
-/** Starts (or resumes) a run; the first start time is kept across retries. */
-export async function markRunning(db: Db, id: number): Promise<void> {
+/**
+ * The run starts (or resumes): when its first part starts, and again for its last step (merge and
+ * finish). The first start time is kept across retries.
+ */
+export async function startRun(db: Db, id: number): Promise<void> {
   await db
     .updateTable('import_runs')
     .set({
@@ -142,7 +147,7 @@ export async function markRunning(db: Db, id: number): Promise<void> {
  * transaction: after a crash the counts and checkpoint say exactly what is committed. The run's row
  * is updated last, so parallel parts hold its lock only while they commit.
  */
-export async function recordPartBatch(
+export async function advancePart(
   trx: Transaction<Database>,
   part: { id: number; run_id: number },
   counts: BatchCounts & { accepted: number },
@@ -274,7 +279,8 @@ export async function refreshRunBytesTotal(db: Db, runId: number): Promise<void>
     where r.id = ${runId}`.execute(db);
 }
 
-export async function markPartSucceeded(db: Db, id: number, bytesRead: number): Promise<void> {
+/** A part was read to its end. */
+export async function succeedPart(db: Db, id: number, bytesRead: number): Promise<void> {
   await db
     .updateTable('import_run_parts')
     .set({ status: 'succeeded', bytes_read: bytesRead, finished_at: new Date(), error: null })
@@ -282,8 +288,12 @@ export async function markPartSucceeded(db: Db, id: number, bytesRead: number): 
     .execute();
 }
 
-/** Marks a part failed unless it already succeeded. */
-export async function markPartFailed(db: Db, id: number, error: string): Promise<void> {
+/**
+ * A part failed for good (a no-op on a part that already succeeded). Its run fails when it settles
+ * (a run is only as good as all its parts), after merging what the other parts loaded; its `--full`
+ * step never runs.
+ */
+export async function failPart(db: Db, id: number, error: string): Promise<void> {
   await db
     .updateTable('import_run_parts')
     .set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
@@ -304,7 +314,7 @@ export async function notePartAttemptError(db: Db, id: number, error: string): P
  * Forgets what a part had done (its staged rows were lost: a server crash empties unlogged tables):
  * its counts come off the run and it starts again from its first row.
  */
-export async function resetPart(trx: Transaction<Database>, part: ImportPart): Promise<void> {
+export async function restartPart(trx: Transaction<Database>, part: ImportPart): Promise<void> {
   await trx
     .updateTable('import_runs')
     .set((eb) => ({
@@ -352,8 +362,8 @@ export async function markSucceeded(
   return asRun(row);
 }
 
-/** Marks a run failed unless it already finished (a late failure report must not undo a success). */
-export async function markFailed(db: Db, id: number, error: string): Promise<void> {
+/** The run failed for good (a no-op on a settled run: a late failure report must not undo a success). */
+export async function failRun(db: Db, id: number, error: string): Promise<void> {
   await db
     .updateTable('import_runs')
     .set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
@@ -362,8 +372,8 @@ export async function markFailed(db: Db, id: number, error: string): Promise<voi
     .execute();
 }
 
-/** Notes why an attempt failed while the job will be retried; the status stays as it is. */
-export async function noteAttemptError(db: Db, id: number, error: string): Promise<void> {
+/** Notes why an attempt of the run failed while the job will be retried; the status stays as it is. */
+export async function noteRunRetry(db: Db, id: number, error: string): Promise<void> {
   await db
     .updateTable('import_runs')
     .set({ error: `attempt failed, will retry: ${error}`.slice(0, 2000) })
