@@ -7,7 +7,7 @@ import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { createAccount } from '../api/accounts/account.service.js';
 import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
-import { runImport } from '../ingest/run-import.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { uidOf } from '../shared/org-domains.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';

@@ -3,7 +3,7 @@ import { rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
-import { runImport } from '../ingest/run-import.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL, runStatement } from './local-services.js';

@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
-import { runImport } from '../ingest/run-import.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
 import { LOCAL_PG_ADMIN_URL } from './local-services.js';

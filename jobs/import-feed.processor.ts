@@ -1,6 +1,8 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
 import { failRun } from '../ingest/import-runs/import-runs.repository.js';
-import { ImportInterruptedError, type ImportProgress, progressOf, runImport } from '../ingest/run-import.js';
+import { type ImportProgress, progressOf } from '../ingest/run/deps.js';
+import { ImportInterruptedError } from '../ingest/run/errors.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 

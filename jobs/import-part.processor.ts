@@ -1,6 +1,7 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
 import { failPart } from '../ingest/import-runs/import-runs.repository.js';
-import { ImportInterruptedError, runPart } from '../ingest/run-import.js';
+import { ImportInterruptedError } from '../ingest/run/errors.js';
+import { runPart } from '../ingest/run/run-part.js';
 import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 

@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { failPart, failRun } from '../ingest/import-runs/import-runs.repository.js';
-import { IMPORT_JOB_CONNECTIONS } from '../ingest/run-import.js';
+import { IMPORT_JOB_CONNECTIONS } from '../ingest/run/deps.js';
 import { INDEX_JOB_CONNECTIONS } from '../search/index-sync.repository.js';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';

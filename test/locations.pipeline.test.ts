@@ -4,7 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRun } from '../ingest/import-runs/import-runs.repository.js';
-import { runImport } from '../ingest/run-import.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { createDb } from '../shared/db.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG, importFeed } from './support/import.js';

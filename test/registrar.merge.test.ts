@@ -7,7 +7,8 @@ import { getRun, type ImportRun } from '../ingest/import-runs/import-runs.reposi
 import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
 import { labelsFor, releaseLabels } from '../ingest/registrar/registrar.loader.js';
 import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
-import { IMPORT_JOB_CONNECTIONS, runImport } from '../ingest/run-import.js';
+import { IMPORT_JOB_CONNECTIONS } from '../ingest/run/deps.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { workerPoolSize } from '../jobs/worker.js';
 import { INDEX_JOB_CONNECTIONS, withIndexerLock } from '../search/index-sync.repository.js';
 import { createDb, type Db } from '../shared/db.js';

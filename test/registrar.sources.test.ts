@@ -7,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createImportRun, createScheduledRun } from '../ingest/import-runs/import-runs.state.js';
-import { runImport } from '../ingest/run-import.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { csvEntriesOf, openSource } from '../ingest/source.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG, importFeed } from './support/import.js';

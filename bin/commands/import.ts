@@ -9,7 +9,7 @@ import {
   partLocation,
   partsOf,
 } from '../../ingest/import-runs/import-runs.state.js';
-import { checkPartHeader } from '../../ingest/run-import.js';
+import { checkPartHeader } from '../../ingest/run/header-check.js';
 import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue, producerCall } from '../../jobs/queue.js';
 import { createDb } from '../../shared/db.js';

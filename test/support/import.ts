@@ -4,7 +4,9 @@ import type { FeedConfig, RawImportOptions } from '../../ingest/feed-handler.js'
 import { feedHandler } from '../../ingest/feeds.js';
 import type { ImportRun } from '../../ingest/import-runs/import-runs.repository.js';
 import { createImportRun } from '../../ingest/import-runs/import-runs.state.js';
-import { ImportFailedError, type RunImportDeps, runImport } from '../../ingest/run-import.js';
+import type { RunImportDeps } from '../../ingest/run/deps.js';
+import { ImportFailedError } from '../../ingest/run/errors.js';
+import { runImport } from '../../ingest/run/run-import.js';
 import type { Db } from '../../shared/db.js';
 import type { ImportFeed } from '../../shared/tables.js';
 
