@@ -4,11 +4,11 @@ import type { Db } from '../shared/db.js';
 import { BizdirError } from '../shared/errors.js';
 import type { Database, ImportFeed, ImportOptionsJson } from '../shared/tables.js';
 import type { CsvRecord } from './csv.js';
-import type { NewIssue } from './import-issues.repository.js';
+import type { NewIssue } from './import-runs/import-issues.repository.js';
 import type { LookupColumns } from './table-stats.js';
 
 /**
- * What a feed plugs into the generic import machinery (run-import.ts). The machinery reads the
+ * What a feed plugs into the generic import machinery (ingest/run/). The machinery reads the
  * source, cuts CSV records, checks column counts, stores rejects and warnings, keeps counters and the
  * checkpoint, holds the run lock and calls the handler for everything feed-specific:
  *
@@ -81,7 +81,7 @@ export interface StagedFeed {
   planChunk(db: Db, ctx: BatchContext, after: string, upto: string | null): Promise<ChunkPlan | null>;
   /**
    * Writes a planned chunk in the caller's transaction. Chunks of one run are disjoint in their keys
-   * and may be written side by side (run-import.ts commits them in key order).
+   * and may be written side by side (run/merge.ts commits them in key order).
    */
   mergeChunk(db: Db, trx: Transaction<Database>, ctx: BatchContext, plan: ChunkPlan): Promise<MergeOutcome>;
   /** A planned chunk's transaction has ended (committed or rolled back), or it was never written. */
@@ -130,7 +130,7 @@ export interface PreparedFeed<R> {
   recognize?(db: Db, records: readonly CsvRecord[], ctx: BatchContext): Promise<Map<number, R>>;
   /**
    * Splits, checks and normalizes a batch of records (those not recognised) in one call, e.g. on
-   * another thread: the same rows and issues as `normalize` row by row would give (run-import.ts
+   * another thread: the same rows and issues as `normalize` row by row would give (run/prepare-batch.ts
    * normalizeBatch). Without it, the machinery calls `normalize` for each record.
    */
   normalizeBatch?(

@@ -12,7 +12,7 @@ const PROGRESS_EVERY_MS = 500;
 /**
  * `import-feed`: runs one import_runs row to its end. For a run of several sources it is the parent of
  * the import-part jobs and runs once they are done: only the merge and the run's end are left then. Thin on purpose: the work and its bookkeeping are in
- * ingest/run-import.ts; this maps failures onto BullMQ (a bad file is an UnrecoverableError, no
+ * ingest/run/; this maps failures onto BullMQ (a bad file is an UnrecoverableError, no
  * retry) and mirrors progress into the job.
  */
 export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => async (job, token, signal) => {

@@ -6,8 +6,8 @@ import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 
 /**
- * `import-part`: reads one source of a run of several into the run's staging area (ingest/
- * run-import.ts runPart). Thin like import-feed: a bad source is an UnrecoverableError (the part is
+ * `import-part`: reads one source of a run of several into the run's staging area (ingest/run/
+ * run-part.ts runPart). Thin like import-feed: a bad source is an UnrecoverableError (the part is
  * failed; the run's own job then merges what the other parts loaded and fails the run), a shutdown
  * hands the part back at its checkpoint.
  */

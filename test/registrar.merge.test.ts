@@ -18,7 +18,7 @@ import { registrarCsv, registrarFields } from './support/registrar-csv.js';
 import { registerState } from './support/registrar-state.js';
 
 /**
- * The register merge writes several chunks side by side (run-import.ts `merge`, `mergeLanes`) and
+ * The register merge writes several chunks side by side (ingest/run/merge.ts, `mergeLanes`) and
  * reserves public labels outside the chunk's transaction (public-domains.ts `reserveSlugs`).
  */
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-merge-'));

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { listIssues } from '../../ingest/import-issues.repository.js';
+import { listIssues } from '../../ingest/import-runs/import-issues.repository.js';
 import { getRun, type ImportRun, listRuns } from '../../ingest/import-runs/import-runs.repository.js';
 import { partLocation } from '../../ingest/import-runs/import-runs.state.js';
 import { createDb, type Db } from '../../shared/db.js';

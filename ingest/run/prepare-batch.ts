@@ -2,7 +2,7 @@ import type { Db } from '../../shared/db.js';
 import { FeedFormatError } from '../../shared/errors.js';
 import { type CsvReader, type CsvRecord, splitFields, UNTERMINATED_AT_END } from '../csv.js';
 import type { BatchContext, BatchRow, PreparedFeed } from '../feed-handler.js';
-import type { NewIssue } from '../import-issues.repository.js';
+import type { NewIssue } from '../import-runs/import-issues.repository.js';
 import { normalizeRecord } from '../normalize-record.js';
 
 /** A batch of a part ready to load: its records, the rows they normalized to, their issues. */

@@ -3,7 +3,7 @@ import { InOrder } from '../../shared/in-order.js';
 import { observeLater } from '../../shared/outage.js';
 import { openCsv } from '../csv.js';
 import type { BatchContext, BatchOutcome, FeedHandler, PreparedFeed } from '../feed-handler.js';
-import { insertIssues, type NewIssue } from '../import-issues.repository.js';
+import { insertIssues, type NewIssue } from '../import-runs/import-issues.repository.js';
 import {
   advancePart,
   type BatchCounts,

@@ -98,7 +98,7 @@ export async function fireImport(
     );
     const unchanged =
       fingerprint !== null && fingerprint === (await lastSuccessfulFingerprint(deps.db, schedule.name));
-    // One source: its parts are made when the run is first read (partsOf in ingest/import-run.ts).
+    // One source: its parts are made when the run is first read (partsOf in ingest/import-runs/import-runs.state.ts).
     const parts = unchanged || locations.length === 1 ? undefined : await partsOf(locations);
     const run = await createScheduledRun(deps.db, {
       ...base,
