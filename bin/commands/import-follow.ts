@@ -47,7 +47,8 @@ export async function followRun(db: Db, queue: TypedQueue<'import'>, runId: numb
   const checkForWorkers = async (status: string) => {
     if (status !== 'queued' || Date.now() < nextWorkerCheck) return;
     nextWorkerCheck = Date.now() + NO_WORKER_GRACE_MS;
-    const workers = await queue.getWorkers().catch(() => null);
+    // Only a hint: when Redis does not answer, the run's own progress (or its failure) still tells.
+    const workers = await queue.getWorkers().catch((): null => null);
     if (workers === null || workers.length > 0) return;
     nextWorkerCheck = Number.POSITIVE_INFINITY;
     bar?.stop();

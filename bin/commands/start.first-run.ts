@@ -90,7 +90,8 @@ export async function waitForSearchIndex(db: Db, log: Logger, timeoutMs = 60_000
 }
 
 async function readSecret(file: string): Promise<string | undefined> {
-  const text = await fs.readFile(file, 'utf8').catch(() => '');
+  // No file (or none readable) means no secret kept yet: the caller makes one.
+  const text = await fs.readFile(file, 'utf8').catch((): string => '');
   return text.trim() || undefined;
 }
 
