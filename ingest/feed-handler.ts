@@ -1,13 +1,14 @@
 import type { Transaction } from 'kysely';
 import type { Config } from '../shared/config.js';
 import type { Db } from '../shared/db.js';
+import { BizdirError } from '../shared/errors.js';
 import type { Database, ImportFeed, ImportOptionsJson } from '../shared/tables.js';
 import type { CsvRecord } from './csv.js';
-import type { NewIssue } from './import-issues.repository.js';
+import type { NewIssue } from './import-runs/import-issues.repository.js';
 import type { LookupColumns } from './table-stats.js';
 
 /**
- * What a feed plugs into the generic import machinery (run-import.ts). The machinery reads the
+ * What a feed plugs into the generic import machinery (ingest/run/). The machinery reads the
  * source, cuts CSV records, checks column counts, stores rejects and warnings, keeps counters and the
  * checkpoint, holds the run lock and calls the handler for everything feed-specific:
  *
@@ -83,7 +84,7 @@ export interface StagedFeed {
   planChunk(db: Db, ctx: BatchContext, after: string, upto: string | null): Promise<ChunkPlan | null>;
   /**
    * Writes a planned chunk in the caller's transaction. Chunks of one run are disjoint in their keys
-   * and may be written side by side (run-import.ts commits them in key order).
+   * and may be written side by side (run/merge.ts commits them in key order).
    */
   mergeChunk(db: Db, trx: Transaction<Database>, ctx: BatchContext, plan: ChunkPlan): Promise<MergeOutcome>;
   /** A planned chunk's transaction has ended (committed or rolled back), or it was never written. */
@@ -132,7 +133,7 @@ export interface PreparedFeed<R> {
   recognize?(db: Db, records: readonly CsvRecord[], ctx: BatchContext): Promise<Map<number, R>>;
   /**
    * Splits, checks and normalizes a batch of records (those not recognised) in one call, e.g. on
-   * another thread: the same rows and issues as `normalize` row by row would give (run-import.ts
+   * another thread: the same rows and issues as `normalize` row by row would give (run/prepare-batch.ts
    * normalizeBatch). Without it, the machinery calls `normalize` for each record.
    */
   normalizeBatch?(
@@ -232,10 +233,10 @@ export class ImportOptionsError extends Error {
  * and their records changed since (another run of the feed merged in between). The run reads those
  * parts again (under the feed's lock, so it cannot happen twice) and goes on merging.
  */
-export class StaleStagedRowsError extends Error {
+export class StaleStagedRowsError extends BizdirError {
   override name = 'StaleStagedRowsError';
   constructor(readonly partNos: readonly number[]) {
-    super(`rows of part ${partNos.join(', ')} changed in the database while the part was read`);
+    super(`rows of part ${partNos.join(', ')} changed in the database while the part was read`, true);
   }
 }
 
@@ -245,6 +246,9 @@ export class StaleStagedRowsError extends Error {
  * registrar.orgs.ts). Nothing of the chunk committed; merging again from the last committed chunk,
  * with fresh reservations, resolves it.
  */
-export class MergeRaceError extends Error {
+export class MergeRaceError extends BizdirError {
   override name = 'MergeRaceError';
+  constructor(message: string) {
+    super(message, true);
+  }
 }

@@ -1,11 +1,11 @@
 import type { CsvRecord } from './csv.js';
 import type { NormalizedRow } from './feed-handler.js';
-import type { NewIssue } from './import-issues.repository.js';
+import type { NewIssue } from './import-runs/import-issues.repository.js';
 
 /**
  * One split record through a feed's checks and normalizer: a malformed record or a wrong column
  * count is rejected, the normalizer's warnings and reject become issues, and the record (if kept)
- * is returned. Pure (no database), so the batch paths on the main thread (run-import.ts) and on
+ * is returned. Pure (no database), so the batch paths on the main thread (run/prepare-batch.ts) and on
  * the register's worker thread (registrar.prepare.ts) share it and report the same issues.
  */
 export function normalizeRecord<R>(

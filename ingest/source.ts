@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createGunzip } from 'node:zlib';
 import yauzl from 'yauzl';
+import { BizdirError } from '../shared/errors.js';
 import { looksLikeZip, openRemoteZip, probeRanges } from './remote-zip.js';
 
 /**
@@ -28,16 +29,31 @@ export interface FeedSource {
 }
 
 /**
- * A source that cannot be read. `permanent` errors (no such file, HTTP 404, a zip without exactly one
- * CSV) will not go away on retry; the others (network, HTTP 5xx) may.
+ * A source that cannot be read. Some failures (no such file, HTTP 404, a zip without exactly one CSV,
+ * corrupt compressed data) will not go away on retry; the others (network, HTTP 5xx) may: `retryable`.
  */
-export class SourceError extends Error {
+export class SourceError extends BizdirError {
   override name = 'SourceError';
-  constructor(
-    message: string,
-    readonly permanent: boolean,
-  ) {
-    super(message);
+}
+
+/**
+ * zlib's errors (Z_DATA_ERROR, Z_BUF_ERROR: a truncated or corrupt .gz, or a zip entry's deflate data)
+ * will not heal on retry: they become a SourceError that is not retryable, here where they arise.
+ */
+function classifyStreamError(error: Error | undefined): Error | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (error && typeof code === 'string' && code.startsWith('Z_'))
+    return new SourceError(`corrupt compressed data (${error.message})`, false);
+  return error;
+}
+
+/**
+ * The stream a reader gets. pipeline destroys it with the first failure of any stage (wrap), so
+ * that failure is classified here, before the stream keeps it as its error.
+ */
+class SourceStream extends PassThrough {
+  override destroy(error?: Error): this {
+    return super.destroy(classifyStreamError(error));
   }
 }
 
@@ -84,13 +100,13 @@ export async function assertLocalSourceReadable(file: string): Promise<void> {
   try {
     stat = await fs.stat(file);
   } catch {
-    throw new SourceError(`file not found: ${file}`, true);
+    throw new SourceError(`file not found: ${file}`, false);
   }
-  if (!stat.isFile()) throw new SourceError(`not a file: ${file}`, true);
+  if (!stat.isFile()) throw new SourceError(`not a file: ${file}`, false);
   try {
     await fs.access(file, fs.constants.R_OK);
   } catch {
-    throw new SourceError(`file is not readable: ${file}`, true);
+    throw new SourceError(`file is not readable: ${file}`, false);
   }
 }
 
@@ -164,11 +180,11 @@ function wrap(
   cleanup: () => Promise<void>,
 ): FeedSource {
   const count = counter();
-  const out = new PassThrough({ highWaterMark: 256 * 1024 });
+  const out = new SourceStream({ highWaterMark: 256 * 1024 });
   // pipeline forwards back-pressure; a failure of any stage is raised on `out`.
   const piped = gunzip ? pipeline(raw, count.stream, createGunzip(), out) : pipeline(raw, count.stream, out);
-  // pipeline destroys `out` with the first error of any stage; the reader sees it there (run-import
-  // classifies zlib's errors as a corrupt file). This catch only keeps the rejection handled.
+  // pipeline destroys `out` with the first error of any stage; the reader sees it there, classified
+  // (SourceStream). This catch only keeps the rejection handled.
   piped.catch((error: unknown) => {
     if (!out.destroyed) out.destroy(error as Error);
   });
@@ -191,7 +207,7 @@ function wrap(
 function openZipFile(file: string): Promise<yauzl.ZipFile> {
   return new Promise((resolve, reject) => {
     yauzl.open(file, { lazyEntries: true, autoClose: false }, (err, zip) => {
-      if (err || !zip) reject(new SourceError(`${file}: not a readable zip file (${err?.message})`, true));
+      if (err || !zip) reject(new SourceError(`${file}: not a readable zip file (${err?.message})`, false));
       else resolve(zip);
     });
   });
@@ -207,14 +223,14 @@ function csvEntries(zip: yauzl.ZipFile): Promise<yauzl.Entry[]> {
       zip.readEntry();
     });
     zip.once('end', () => resolve(found));
-    zip.once('error', (e: Error) => reject(new SourceError(`corrupt zip file (${e.message})`, true)));
+    zip.once('error', (e: Error) => reject(new SourceError(`corrupt zip file (${e.message})`, false)));
     zip.readEntry();
   });
 }
 
 function openRemote(url: string, remote: Parameters<typeof openRemoteZip>[0]): Promise<yauzl.ZipFile> {
   return openRemoteZip(remote).catch((error: unknown) => {
-    throw new SourceError(`${url}: not a readable zip file (${(error as Error).message})`, false);
+    throw new SourceError(`${url}: not a readable zip file (${(error as Error).message})`, true);
   });
 }
 
@@ -230,14 +246,14 @@ async function openZip(
     const all = await csvEntries(zip);
     const entries = wanted === null ? all : all.filter((e) => e.fileName === wanted);
     if (wanted !== null && entries.length === 0)
-      throw new SourceError(`${file}: the zip holds no ${wanted}`, true);
+      throw new SourceError(`${file}: the zip holds no ${wanted}`, false);
     if (entries.length !== 1) {
       const names = entries.map((e) => e.fileName).join(', ');
       throw new SourceError(
         entries.length === 0
           ? `${file}: the zip holds no CSV file`
           : `${file}: the zip holds ${entries.length} CSV files (${names}); expected exactly one`,
-        true,
+        false,
       );
     }
     const entry = entries[0]!;
@@ -245,7 +261,7 @@ async function openZip(
     const raw = await new Promise<Readable>((resolve, reject) => {
       opened.openReadStream(entry, (err, stream) => {
         if (err || !stream)
-          reject(new SourceError(`${file}: cannot read ${entry.fileName} (${err?.message})`, true));
+          reject(new SourceError(`${file}: cannot read ${entry.fileName} (${err?.message})`, false));
         else resolve(stream);
       });
     });
@@ -266,16 +282,15 @@ async function fetchOk(url: string): Promise<Response> {
     response = await fetch(url, { redirect: 'follow' });
   } catch (error) {
     const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
-    throw new SourceError(`cannot download ${url}: ${cause}`, false);
+    throw new SourceError(`cannot download ${url}: ${cause}`, true);
   }
   if (!response.ok || !response.body) {
     await response.body?.cancel();
     // 4xx will not heal by retrying (except 408/429); 5xx might.
-    const permanent =
-      response.status >= 400 && response.status < 500 && ![408, 429].includes(response.status);
+    const retryable = response.status < 400 || response.status >= 500 || [408, 429].includes(response.status);
     throw new SourceError(
       `cannot download ${url}: HTTP ${response.status} ${response.statusText}`,
-      permanent,
+      retryable,
     );
   }
   return response;
@@ -318,7 +333,7 @@ async function download(response: Response, url: string, tmpDir: string): Promis
     await pipeline(bodyOf(response), createWriteStream(tmp));
   } catch (error) {
     await fs.rm(tmp, { force: true });
-    throw new SourceError(`cannot download ${url}: ${(error as Error).message}`, false);
+    throw new SourceError(`cannot download ${url}: ${(error as Error).message}`, true);
   }
   return tmp;
 }

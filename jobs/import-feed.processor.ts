@@ -1,12 +1,9 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
-import { failRun } from '../ingest/import-run.js';
-import {
-  ImportFailedError,
-  ImportInterruptedError,
-  type ImportProgress,
-  progressOf,
-  runImport,
-} from '../ingest/run-import.js';
+import { failRun } from '../ingest/import-runs/import-runs.repository.js';
+import { type ImportProgress, progressOf } from '../ingest/run/deps.js';
+import { ImportInterruptedError } from '../ingest/run/errors.js';
+import { runImport } from '../ingest/run/run-import.js';
+import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 
 /** Progress goes to Redis at most this often; the run row in Postgres has every batch anyway. */
@@ -15,7 +12,7 @@ const PROGRESS_EVERY_MS = 500;
 /**
  * `import-feed`: runs one import_runs row to its end. For a run of several sources it is the parent of
  * the import-part jobs and runs once they are done: only the merge and the run's end are left then. Thin on purpose: the work and its bookkeeping are in
- * ingest/run-import.ts; this maps failures onto BullMQ (a bad file is an UnrecoverableError, no
+ * ingest/run/; this maps failures onto BullMQ (a bad file is an UnrecoverableError, no
  * retry) and mirrors progress into the job.
  */
 export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => async (job, token, signal) => {
@@ -49,7 +46,7 @@ export const importFeedProcessor: ProcessorFactory<'import-feed'> = (deps) => as
       await job.moveToWait(token);
       throw new WaitingError();
     }
-    if (error instanceof ImportFailedError && error.permanent) throw new UnrecoverableError(error.message);
+    if (error instanceof BizdirError && !error.retryable) throw new UnrecoverableError(error.message);
     // Out of attempts: the run row must not stay "running" for ever.
     if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
       await failRun(deps.db, runId, error instanceof Error ? error.message : String(error));

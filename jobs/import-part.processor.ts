@@ -1,10 +1,13 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
-import { failPartFor, ImportFailedError, ImportInterruptedError, runPart } from '../ingest/run-import.js';
+import { failPart } from '../ingest/import-runs/import-runs.repository.js';
+import { ImportInterruptedError } from '../ingest/run/errors.js';
+import { runPart } from '../ingest/run/run-part.js';
+import { BizdirError } from '../shared/errors.js';
 import type { ProcessorFactory } from './registry.js';
 
 /**
- * `import-part`: reads one source of a run of several into the run's staging area (ingest/
- * run-import.ts runPart). Thin like import-feed: a bad source is an UnrecoverableError (the part is
+ * `import-part`: reads one source of a run of several into the run's staging area (ingest/run/
+ * run-part.ts runPart). Thin like import-feed: a bad source is an UnrecoverableError (the part is
  * failed; the run's own job then merges what the other parts loaded and fails the run), a shutdown
  * hands the part back at its checkpoint.
  */
@@ -23,10 +26,10 @@ export const importPartProcessor: ProcessorFactory<'import-part'> = (deps) => as
       await job.moveToWait(token);
       throw new WaitingError();
     }
-    if (error instanceof ImportFailedError && error.permanent) throw new UnrecoverableError(error.message);
+    if (error instanceof BizdirError && !error.retryable) throw new UnrecoverableError(error.message);
     // Out of attempts: the part must not stay "running" for ever (the run then fails).
     if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-      await failPartFor(deps.db, partId, error instanceof Error ? error.message : String(error));
+      await failPart(deps.db, partId, error instanceof Error ? error.message : String(error));
     }
     throw error;
   }

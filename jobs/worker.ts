@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { failRun } from '../ingest/import-run.js';
-import { failPartFor, IMPORT_JOB_CONNECTIONS } from '../ingest/run-import.js';
+import { failPart, failRun } from '../ingest/import-runs/import-runs.repository.js';
+import { IMPORT_JOB_CONNECTIONS } from '../ingest/run/deps.js';
 import { INDEX_JOB_CONNECTIONS } from '../search/index-sync.repository.js';
 import { meiliReplicasOf } from '../search/replicas.js';
 import type { Config } from '../shared/config.js';
@@ -150,7 +150,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}): Run
       }
       if (job?.finishedOn && job.name === 'import-part') {
         const { partId } = job.data as { partId: number };
-        failPartFor(deps.db, partId, err.message).catch((e: unknown) =>
+        failPart(deps.db, partId, err.message).catch((e: unknown) =>
           log.error({ partId, err: e }, 'could not mark the import part failed; it stays as it was'),
         );
       }

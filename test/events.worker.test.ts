@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { comparePositions, decodeCursor } from '../events/event-cursor.js';
-import { getRun, type ImportRun } from '../ingest/import-run.js';
+import { getRun, type ImportRun } from '../ingest/import-runs/import-runs.repository.js';
 import { runCli } from './support/cli.js';
 import type { TestDb } from './support/db.js';
 import { expectUnbrokenVersions, feedEvents, recordEvents, tempFile } from './support/events.js';

@@ -3,11 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createImportRun, getRun, type ImportRun } from '../ingest/import-run.js';
+import { getRun, type ImportRun } from '../ingest/import-runs/import-runs.repository.js';
+import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
 import { labelsFor } from '../ingest/registrar/registrar.labels.js';
 import { createRunLabels, keptLabelsOf } from '../ingest/registrar/registrar.labels.repository.js';
 import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
-import { IMPORT_JOB_CONNECTIONS, runImport } from '../ingest/run-import.js';
+import { IMPORT_JOB_CONNECTIONS } from '../ingest/run/deps.js';
+import { runImport } from '../ingest/run/run-import.js';
 import { workerPoolSize } from '../jobs/worker.js';
 import { INDEX_JOB_CONNECTIONS, withIndexerLock } from '../search/index-sync.repository.js';
 import { createDb, type Db } from '../shared/db.js';
@@ -18,7 +20,7 @@ import { registerState } from './support/registrar-state.js';
 import { eventually } from './support/wait.js';
 
 /**
- * The register merge writes several chunks side by side (run-import.ts `merge`, `mergeLanes`) and
+ * The register merge writes several chunks side by side (ingest/run/merge.ts, `mergeLanes`) and
  * reserves public labels outside the chunk's transaction (public-domains.ts `reserveSlugs`).
  */
 const dir = mkdtempSync(path.join(os.tmpdir(), 'bizdir-merge-'));

@@ -41,7 +41,7 @@ describe('registrar batches prepared off the main thread', () => {
   it('give the rows, staging lines and issues of normalizing row by row', async () => {
     const { header, headerRaw, records: recs } = await records();
     const setup = { header, headerRaw, country: 'GB', today: TODAY, partNo: 3 };
-    // The row-by-row path of run-import.ts (normalizeBatch with the feed's normalize), written out
+    // The row-by-row path of ingest/run/prepare-batch.ts (normalizeBatch with the feed's normalize), written out
     // as stageRows writes a normalized record.
     const normalize = registrarNormalizer(setup);
     const expectedLines: string[] = [];

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getRun, type ImportRun } from '../ingest/import-run.js';
+import { getRun, type ImportRun } from '../ingest/import-runs/import-runs.repository.js';
 import { collectOutput, runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getRun } from '../ingest/import-run.js';
+import { getRun } from '../ingest/import-runs/import-runs.repository.js';
 import { ensureOrgIndex } from '../search/index-definition.js';
 import { pendingChanges } from '../search/index-sync.repository.js';
 import { indexExists } from '../search/meili-client.js';

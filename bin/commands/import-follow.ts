@@ -1,8 +1,11 @@
 import cliProgress from 'cli-progress';
 import { feedHandler } from '../../ingest/feeds.js';
-import { type ImportRun, percentOf, type RunView, runCounts, waitForRun } from '../../ingest/import-run.js';
+import type { ImportRun } from '../../ingest/import-runs/import-runs.repository.js';
+import { runCounts } from '../../ingest/import-runs/import-runs.state.js';
 import type { TypedQueue } from '../../jobs/queue.js';
 import type { Db } from '../../shared/db.js';
+import { percentOf, type RunView } from './import-run.view.js';
+import { waitForRun } from './import-run.wait.js';
 
 const POLL_MS = 500;
 /** Without a terminal, a line every few seconds is enough for a log file. */

@@ -2,16 +2,14 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { type FeedHandler, ImportOptionsError } from '../../ingest/feed-handler.js';
 import { feedHandler, feedNames } from '../../ingest/feeds.js';
+import { failRun, setPartJobIds, setRunJobId } from '../../ingest/import-runs/import-runs.repository.js';
 import {
   createImportRun,
-  failRun,
   type PartSource,
   partLocation,
   partsOf,
-  setPartJobIds,
-  setRunJobId,
-} from '../../ingest/import-run.js';
-import { checkPartHeader } from '../../ingest/run-import.js';
+} from '../../ingest/import-runs/import-runs.state.js';
+import { checkPartHeader } from '../../ingest/run/header-check.js';
 import { assertLocalSourceReadable, csvEntriesOf, isUrl, SourceError } from '../../ingest/source.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue, producerCall } from '../../jobs/queue.js';
 import { createDb } from '../../shared/db.js';

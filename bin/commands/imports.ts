@@ -1,16 +1,11 @@
 import type { Command } from 'commander';
-import { listIssues } from '../../ingest/import-issues.repository.js';
-import {
-  getRun,
-  type ImportRun,
-  listRuns,
-  partLocation,
-  viewRun,
-  viewRuns,
-} from '../../ingest/import-run.js';
+import { listIssues } from '../../ingest/import-runs/import-issues.repository.js';
+import { getRun, type ImportRun, listRuns } from '../../ingest/import-runs/import-runs.repository.js';
+import { partLocation } from '../../ingest/import-runs/import-runs.state.js';
 import { createDb, type Db } from '../../shared/db.js';
 import { CliError, cliConfig, databaseUrlOf } from '../cli-context.js';
 import { countsLine } from './import-follow.js';
+import { viewRun, viewRuns } from './import-run.view.js';
 
 // Typed loosely: the generated-column types of database.ts do not unwrap to Date (pg gives a Date).
 const iso = (d: unknown) =>

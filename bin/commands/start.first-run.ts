@@ -8,17 +8,14 @@ import { findLiveKeyByPrefix } from '../../api/credits/api-key.repository.js';
 import { hasImportRuns } from '../../api/ops/import-runs.read-model.js';
 import { pendingIndexChanges } from '../../api/ops/search-outbox.read-model.js';
 import { feedHandler } from '../../ingest/feeds.js';
-import {
-  createImportRun,
-  isSettled,
-  type RunView,
-  setRunJobId,
-  waitForRun,
-} from '../../ingest/import-run.js';
+import { setRunJobId } from '../../ingest/import-runs/import-runs.repository.js';
+import { createImportRun, isSettled } from '../../ingest/import-runs/import-runs.state.js';
 import { enqueueImportRun, type TypedQueue } from '../../jobs/queue.js';
 import type { Db } from '../../shared/db.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ImportFeed } from '../../shared/tables.js';
+import type { RunView } from './import-run.view.js';
+import { waitForRun } from './import-run.wait.js';
 
 // The package root, from bin/commands (source) or dist/bin/commands (built).
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -93,7 +90,8 @@ export async function waitForSearchIndex(db: Db, log: Logger, timeoutMs = 60_000
 }
 
 async function readSecret(file: string): Promise<string | undefined> {
-  const text = await fs.readFile(file, 'utf8').catch(() => '');
+  // No file (or none readable) means no secret kept yet: the caller makes one.
+  const text = await fs.readFile(file, 'utf8').catch((): string => '');
   return text.trim() || undefined;
 }
 

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/tables.js';
 import type { BatchRow, RowIssue } from '../feed-handler.js';
-import type { NewIssue } from '../import-issues.repository.js';
+import type { NewIssue } from '../import-runs/import-issues.repository.js';
 import type { LocationField } from './locations.headers.js';
 import type { LocationRow, OrgRef } from './locations.normalize.js';
 import type { OrgInfo, OrgLookup } from './locations.orgs.js';
@@ -100,7 +100,7 @@ export const refOf = (x: LocationRecord): OrgRef => (x.kind === 'row' ? x.row.or
 
 export type RowRef = { line: number; raw: string };
 
-/** The refused rows and warnings of one batch, stored by run-import with the batch. */
+/** The refused rows and warnings of one batch, stored by ingest/run/read-source.ts with the batch. */
 export class BatchIssues {
   readonly list: NewIssue[] = [];
   refuse(r: RowRef, issue: RowIssue): void {

@@ -2,7 +2,7 @@ import { slugify } from '../../shared/domains.js';
 import { copyLine } from '../../shared/pg-copy.js';
 import { type CsvRecord, splitFields } from '../csv.js';
 import type { BatchRow, NormalizedRow } from '../feed-handler.js';
-import type { NewIssue } from '../import-issues.repository.js';
+import type { NewIssue } from '../import-runs/import-issues.repository.js';
 import { normalizeRecord } from '../normalize-record.js';
 import { normalizeRegistrarRow, type RegistrarRecord } from './registrar.normalize.js';
 import { mapRegistrarHeader, readRegistrarRow } from './registrar.parser.js';
@@ -79,7 +79,7 @@ export function stageLineOf(partNo: number, line: number, r: RegistrarRecord): s
 
 /**
  * Splits, checks, normalizes, fingerprints and writes out a batch of records (none recognised
- * unchanged): the same rows and issues as run-import.ts normalizeBatch with the feed's `normalize`,
+ * unchanged): the same rows and issues as ingest/run/prepare-batch.ts normalizeBatch with the feed's `normalize`,
  * with each row's staging line built here. Pure, so it runs on a worker thread beside the part's
  * reading (registrar.threads.ts).
  */

@@ -9,7 +9,7 @@ import type { ThreadAnswer, ThreadRequest } from './registrar.thread.js';
 /**
  * Prepares a part's batches (split, normalize, hash, staging lines) on worker threads, so a part's
  * reading uses the machine's other cores: the main thread cuts records and talks to Postgres while
- * the threads prepare the next batches (run-import.ts reads PREPARING_THREADS + 1 batches ahead, and
+ * the threads prepare the next batches (ingest/run/read-source.ts reads PREPARING_THREADS + 1 batches ahead, and
  * takes them back in order). A first import's reading was one Node thread busy 95% of the time with
  * Postgres idle beside it; then one preparing thread busy all the time (docs/imports.md).
  *

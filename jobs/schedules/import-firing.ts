@@ -1,4 +1,5 @@
-import { createScheduledRun, lastSuccessfulFingerprint, type PartSource } from '../../ingest/import-run.js';
+import { lastSuccessfulFingerprint } from '../../ingest/import-runs/import-runs.repository.js';
+import { createScheduledRun, type PartSource } from '../../ingest/import-runs/import-runs.state.js';
 import { csvEntriesOf, SourceError } from '../../ingest/source.js';
 import type { Db } from '../../shared/db.js';
 import type { Logger } from '../../shared/logger.js';
@@ -42,7 +43,7 @@ async function partsOf(locations: readonly string[]): Promise<PartSource[]> {
     try {
       entries = await csvEntriesOf(source);
     } catch (error) {
-      if (error instanceof SourceError && !error.permanent) throw new TryAgain(error.message);
+      if (error instanceof SourceError && error.retryable) throw new TryAgain(error.message);
       throw error;
     }
     if (entries.length === 0) parts.push({ source, entry: null });
@@ -97,7 +98,7 @@ export async function fireImport(
     );
     const unchanged =
       fingerprint !== null && fingerprint === (await lastSuccessfulFingerprint(deps.db, schedule.name));
-    // One source: its parts are made when the run is first read (partsOf in ingest/import-run.ts).
+    // One source: its parts are made when the run is first read (partsOf in ingest/import-runs/import-runs.state.ts).
     const parts = unchanged || locations.length === 1 ? undefined : await partsOf(locations);
     const run = await createScheduledRun(deps.db, {
       ...base,

@@ -1,5 +1,6 @@
 import type { Meilisearch } from 'meilisearch';
-import { getRun, partsOf, setPartJobIds, setRunJobId } from '../../ingest/import-run.js';
+import { getRun, setPartJobIds, setRunJobId } from '../../ingest/import-runs/import-runs.repository.js';
+import { partsOf } from '../../ingest/import-runs/import-runs.state.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS, meiliConnectionOf } from '../../search/meili-client.js';
 import { meiliReplicasOf } from '../../search/replicas.js';
 import { driftCount, verifyReplicas } from '../../search/verify.js';

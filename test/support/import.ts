@@ -2,8 +2,11 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import type { FeedConfig, RawImportOptions } from '../../ingest/feed-handler.js';
 import { feedHandler } from '../../ingest/feeds.js';
-import { createImportRun, type ImportRun } from '../../ingest/import-run.js';
-import { ImportFailedError, type RunImportDeps, runImport } from '../../ingest/run-import.js';
+import type { ImportRun } from '../../ingest/import-runs/import-runs.repository.js';
+import { createImportRun } from '../../ingest/import-runs/import-runs.state.js';
+import type { RunImportDeps } from '../../ingest/run/deps.js';
+import { ImportFailedError } from '../../ingest/run/errors.js';
+import { runImport } from '../../ingest/run/run-import.js';
 import type { Db } from '../../shared/db.js';
 import type { ImportFeed } from '../../shared/tables.js';
 
@@ -52,14 +55,14 @@ export async function importFeed(
   );
 }
 
-/** The message of an import that failed for good (a permanent ImportFailedError); anything else fails the test. */
+/** The message of an import that failed for good (an ImportFailedError that is not retryable); anything else fails the test. */
 export async function permanentFailure(run: Promise<unknown>): Promise<string> {
   const error = await run.then(
     () => undefined,
     (e: unknown) => e,
   );
   expect(error).toBeInstanceOf(ImportFailedError);
-  expect((error as ImportFailedError).permanent).toBe(true);
+  expect((error as ImportFailedError).retryable).toBe(false);
   return (error as Error).message;
 }
 

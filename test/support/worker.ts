@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Redis } from 'ioredis';
-import { getRun, type ImportRun } from '../../ingest/import-runs.repository.js';
+import { getRun, type ImportRun } from '../../ingest/import-runs/import-runs.repository.js';
 import type { WorkerDeps } from '../../jobs/registry.js';
 import { createWorkerDeps } from '../../jobs/worker.js';
 import { loadConfig } from '../../shared/config.js';

@@ -1,6 +1,6 @@
 import { type Selectable, sql, type Transaction } from 'kysely';
-import type { Db } from '../shared/db.js';
-import type { Database, ImportRejectsTable } from '../shared/tables.js';
+import type { Db } from '../../shared/db.js';
+import type { Database, ImportRejectsTable } from '../../shared/tables.js';
 
 /** Rejected rows and warnings of a run (table import_rejects), stored with line, raw text and reason. */
 export type ImportIssue = Selectable<ImportRejectsTable>;

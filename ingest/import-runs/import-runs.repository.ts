@@ -1,5 +1,5 @@
 import { type Selectable, sql, type Transaction } from 'kysely';
-import type { Db } from '../shared/db.js';
+import type { Db } from '../../shared/db.js';
 import type {
   Database,
   ImportFeed,
@@ -7,12 +7,15 @@ import type {
   ImportRowOutcome,
   ImportRunPartsTable,
   ImportRunsTable,
-} from '../shared/tables.js';
-import { RunNotRunningError } from './run-fence.repository.js';
+} from '../../shared/tables.js';
+import { deleteRunScratch } from '../import-run-keys.repository.js';
+import { RunNotRunningError } from '../run-fence.repository.js';
 
 /**
- * Queries on import_runs and import_run_parts, one Kysely chain per function. Only ingest/import-run.ts
- * (the run's state) calls them; the logic lives there and in run-import.ts.
+ * Queries on import_runs and import_run_parts, one Kysely chain per function: the only module that
+ * writes these tables. A step of the run's life that is one statement is called here directly, under
+ * its one name (getRun, advancePart, failRun, ...); the steps made of several statements, and the
+ * rules of the run's statuses, are in import-runs.state.ts.
  */
 export type ImportRun = Omit<Selectable<ImportRunsTable>, 'options'> & { options: ImportOptionsJson };
 export type ImportPart = Selectable<ImportRunPartsTable>;
@@ -125,9 +128,12 @@ export async function listRuns(db: Db, limit: number): Promise<ImportRun[]> {
   return rows.map(asRun);
 }
 
-/** Starts (or resumes) a run; the first start time is kept across retries. */
-/** A queued or running run is running; a settled one stays settled (a late attempt does not revive it). */
-export async function markRunning(db: Db, id: number): Promise<void> {
+/**
+ * The run starts (or resumes): when its first part starts, and again for its last step (merge and
+ * finish). The first start time is kept across retries; a settled run stays settled (a late attempt
+ * does not revive it).
+ */
+export async function startRun(db: Db, id: number): Promise<void> {
   await db
     .updateTable('import_runs')
     .set({
@@ -145,7 +151,7 @@ export async function markRunning(db: Db, id: number): Promise<void> {
  * transaction: after a crash the counts and checkpoint say exactly what is committed. The run's row
  * is updated last, so parallel parts hold its lock only while they commit.
  */
-export async function recordPartBatch(
+export async function advancePart(
   trx: Transaction<Database>,
   part: { id: number; run_id: number },
   counts: BatchCounts & { accepted: number },
@@ -280,7 +286,8 @@ export async function refreshRunBytesTotal(db: Db, runId: number): Promise<void>
     where r.id = ${runId}`.execute(db);
 }
 
-export async function markPartSucceeded(db: Db, id: number, bytesRead: number): Promise<void> {
+/** A part was read to its end. */
+export async function succeedPart(db: Db, id: number, bytesRead: number): Promise<void> {
   await db
     .updateTable('import_run_parts')
     .set({ status: 'succeeded', bytes_read: bytesRead, finished_at: new Date(), error: null })
@@ -288,8 +295,12 @@ export async function markPartSucceeded(db: Db, id: number, bytesRead: number): 
     .execute();
 }
 
-/** Marks a part failed unless it already succeeded. */
-export async function markPartFailed(db: Db, id: number, error: string): Promise<void> {
+/**
+ * A part failed for good (a no-op on a part that already succeeded). Its run fails when it settles
+ * (a run is only as good as all its parts), after merging what the other parts loaded; its `--full`
+ * step never runs.
+ */
+export async function failPart(db: Db, id: number, error: string): Promise<void> {
   await db
     .updateTable('import_run_parts')
     .set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
@@ -310,7 +321,7 @@ export async function notePartAttemptError(db: Db, id: number, error: string): P
  * Forgets what a part had done (its staged rows were lost: a server crash empties unlogged tables):
  * its counts come off the run and it starts again from its first row.
  */
-export async function resetPart(trx: Transaction<Database>, part: ImportPart): Promise<void> {
+export async function restartPart(trx: Transaction<Database>, part: ImportPart): Promise<void> {
   await trx
     .updateTable('import_runs')
     .set((eb) => ({
@@ -361,26 +372,28 @@ export async function markSucceeded(
 }
 
 /**
- * Marks a run failed unless it already finished (a late failure report must not undo a success).
- * True when this call failed it.
+ * The run failed for good (a no-op on a settled run: a late failure report must not undo a success).
+ * Its scratch lists go with it, in the same transaction: nothing can need them again, since an
+ * attempt still going on writes nothing more once the run is failed (run-fence.repository.ts), and a
+ * retry of its job finds the run settled and does nothing. True when this call failed it.
  */
-export async function markFailed(
-  db: Db | Transaction<Database>,
-  id: number,
-  error: string,
-): Promise<boolean> {
-  const row = await db
-    .updateTable('import_runs')
-    .set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
-    .where('id', '=', id)
-    .where('status', 'in', ['queued', 'running'])
-    .returning('id')
-    .executeTakeFirst();
-  return row !== undefined;
+export async function failRun(db: Db | Transaction<Database>, id: number, error: string): Promise<boolean> {
+  const fail = async (trx: Transaction<Database>) => {
+    const row = await trx
+      .updateTable('import_runs')
+      .set({ status: 'failed', error: error.slice(0, 2000), finished_at: new Date() })
+      .where('id', '=', id)
+      .where('status', 'in', ['queued', 'running'])
+      .returning('id')
+      .executeTakeFirst();
+    if (row) await deleteRunScratch(trx, id);
+    return row !== undefined;
+  };
+  return db.isTransaction ? fail(db as Transaction<Database>) : db.transaction().execute(fail);
 }
 
-/** Notes why an attempt failed while the job will be retried; the status stays as it is. */
-export async function noteAttemptError(db: Db, id: number, error: string): Promise<void> {
+/** Notes why an attempt of the run failed while the job will be retried; the status stays as it is. */
+export async function noteRunRetry(db: Db, id: number, error: string): Promise<void> {
   await db
     .updateTable('import_runs')
     .set({ error: `attempt failed, will retry: ${error}`.slice(0, 2000) })
