@@ -13,7 +13,6 @@ import { createImportRun, partsOf } from '../ingest/import-runs/import-runs.stat
 import { REGISTRAR_HEADER_LINE } from '../ingest/registrar/registrar.parser.js';
 import { enqueueImportParts, enqueueImportRun, openProducerQueue } from '../jobs/queue.js';
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
-import { ignoreError } from '../shared/outage.js';
 import { copyLine } from '../shared/pg-copy.js';
 import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir, FROM_SOURCE } from './bizdir-cli.js';
 import { partsReadMs } from './import-phases.js';
