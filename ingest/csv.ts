@@ -34,7 +34,7 @@ export interface CsvRecord {
   deferred?: true;
 }
 
-/** Records per batch when the caller does not say (an import passes its own, run-import.ts IMPORT_BATCH_SIZE). */
+/** Records per batch when the caller does not say (an import passes its own, ingest/run/deps.ts IMPORT_BATCH_SIZE). */
 const DEFAULT_BATCH_SIZE = 2000;
 
 export interface CsvReaderOptions {

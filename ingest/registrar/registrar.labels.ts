@@ -77,7 +77,7 @@ export interface LabelRequest {
  * Two cases need a new one, reserved at once (in the chunk's order, outside its transaction) and kept
  * for the run: another writer (another feed's new Org) took the label since it was handed out, and
  * the chunk was rolled back on the unique key (MergeRaceError); or a company lined up no turn (rows
- * read again after they went stale, run-import.ts mergeRereading).
+ * read again after they went stale, ingest/run/merge.ts mergeRereading).
  */
 export async function labelsFor(db: Db, runId: number, requests: readonly LabelRequest[]): Promise<string[]> {
   if (requests.length === 0) return [];

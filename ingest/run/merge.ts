@@ -126,7 +126,7 @@ async function mergeChunk(
     return await db.transaction().execute(async (trx) => {
       // A chunk that waited on a row of a later chunk (which waits, in JavaScript, for this one's
       // commit) would wait forever: Postgres cannot see that cycle. None is known (the register's
-      // labels: registrar.loader.ts labelsFor); the lock timeout turns an unforeseen one into an error.
+      // labels: registrar.labels.ts labelsFor); the lock timeout turns an unforeseen one into an error.
       await relaxTransaction(trx, sideBySide);
       const outcome = await staged.mergeChunk(db, trx, ctx, plan);
       // Commit in key order (a failed chunk before this one fails this one: it rolls back).
