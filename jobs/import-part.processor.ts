@@ -1,5 +1,6 @@
 import { UnrecoverableError, WaitingError } from 'bullmq';
-import { failPart } from '../ingest/import-runs/import-runs.repository.js';
+import { failPart } from '../ingest/import-runs/import-parts.repository.js';
+
 import { ImportInterruptedError } from '../ingest/run/errors.js';
 import { runPart } from '../ingest/run/run-part.js';
 import { BizdirError } from '../shared/errors.js';

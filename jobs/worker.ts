@@ -1,6 +1,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { failPart, failRun } from '../ingest/import-runs/import-runs.repository.js';
+import { failPart } from '../ingest/import-runs/import-parts.repository.js';
+import { failRun } from '../ingest/import-runs/import-runs.repository.js';
 import { IMPORT_JOB_CONNECTIONS } from '../ingest/run/deps.js';
 import { INDEX_JOB_CONNECTIONS } from '../search/index-sync.repository.js';
 import { meiliReplicasOf } from '../search/replicas.js';

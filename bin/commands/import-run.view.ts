@@ -1,5 +1,6 @@
+import { getParts } from '../../ingest/import-runs/import-parts.repository.js';
 import type { ImportPart, ImportRun } from '../../ingest/import-runs/import-runs.repository.js';
-import { getParts, getRun, listRuns } from '../../ingest/import-runs/import-runs.repository.js';
+import { getRun, listRuns } from '../../ingest/import-runs/import-runs.repository.js';
 import {
   isPartDone,
   isSettled,

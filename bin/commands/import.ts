@@ -2,7 +2,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { type FeedHandler, ImportOptionsError } from '../../ingest/feed-handler.js';
 import { feedHandler, feedNames } from '../../ingest/feeds.js';
-import { failRun, setPartJobIds, setRunJobId } from '../../ingest/import-runs/import-runs.repository.js';
+import { setPartJobIds } from '../../ingest/import-runs/import-parts.repository.js';
+import { failRun, setRunJobId } from '../../ingest/import-runs/import-runs.repository.js';
 import {
   createImportRun,
   type PartSource,

@@ -8,14 +8,15 @@ import type {
   ImportStatus,
 } from '../../shared/tables.js';
 import { csvEntriesOf } from '../source.js';
+import * as partsRepo from './import-parts.repository.js';
 import type { BatchCounts, ImportPart, ImportRun } from './import-runs.repository.js';
 import * as repo from './import-runs.repository.js';
 
 /**
  * The import run's state machine: its statuses, and the steps of a run's life made of more than one
  * statement (how a run and its parts are recorded, start, advance a merge and succeed). The one-statement
- * steps (getRun, advancePart, failRun, ...) are import-runs.repository.ts's own functions, called
- * directly; nothing else writes import_runs or import_run_parts.
+ * steps (getRun, advancePart, failRun, getPart, ...) are the repositories' own functions
+ * (import-runs.repository.ts, import-parts.repository.ts), called directly; nothing else writes import_runs or import_run_parts.
  *
  * A run reads one or more sources (parts). Each part has its own status, counts and checkpoint;
  * the run's row holds the totals. A run is `running` from its first part's start until it settles.
@@ -53,7 +54,7 @@ export async function createImportRun(
       scheduleName: run.scheduleName ?? null,
       parts: run.parts.length,
     });
-    await repo.insertParts(trx, created.id, run.parts);
+    await partsRepo.insertParts(trx, created.id, run.parts);
     return created;
   });
 }
@@ -83,7 +84,7 @@ export async function createScheduledRun(
       await repo.failRun(trx, made.id, error ?? 'failed');
       return { ...made, status: 'failed' };
     }
-    if (run.status === 'queued' && parts && parts.length > 0) await repo.insertParts(trx, made.id, parts);
+    if (run.status === 'queued' && parts && parts.length > 0) await partsRepo.insertParts(trx, made.id, parts);
     return made;
   });
 }
@@ -94,31 +95,31 @@ export async function createScheduledRun(
  * of a zip holding several (local or a `.zip` URL), else one part, its source.
  */
 export async function partsOf(db: Db, run: ImportRun): Promise<ImportPart[]> {
-  const parts = await repo.getParts(db, run.id);
+  const parts = await partsRepo.getParts(db, run.id);
   if (parts.length > 0) return parts;
   // A source that cannot be listed here is one part: its read opens the same source and fails with
   // this error, recorded on the part and the run, so nothing is lost by dropping it here.
   const entries = await csvEntriesOf(run.source).catch((): string[] => []);
-  await repo.insertParts(
+  await partsRepo.insertParts(
     db,
     run.id,
     entries.length > 0
       ? entries.map((entry) => ({ source: run.source, entry }))
       : [{ source: run.source, entry: null }],
   );
-  return repo.getParts(db, run.id);
+  return partsRepo.getParts(db, run.id);
 }
 
 /** A part starts (or resumes): the run is running from then on. */
 export async function startPart(db: Db, part: ImportPart, bytesTotal: number | null): Promise<void> {
-  await repo.markPartRunning(db, part.id, bytesTotal);
+  await partsRepo.markPartRunning(db, part.id, bytesTotal);
   await repo.startRun(db, part.run_id);
-  await repo.refreshRunBytesTotal(db, part.run_id);
+  await partsRepo.refreshRunBytesTotal(db, part.run_id);
 }
 
 /** A part's attempt failed and will be retried: noted on the part and the run, statuses unchanged. */
 export async function notePartRetry(db: Db, part: ImportPart, error: string): Promise<void> {
-  await repo.notePartAttemptError(db, part.id, error);
+  await partsRepo.notePartAttemptError(db, part.id, error);
   await repo.noteRunRetry(db, part.run_id, `part ${part.part_no}: ${error}`);
 }
 
@@ -129,7 +130,7 @@ export async function advanceMerge(
   counts: Partial<BatchCounts> & { merged: number; mergeAfter: string },
   byPart: ReadonlyMap<number, { inserted: number; updated: number; unchanged: number }>,
 ): Promise<ImportRun> {
-  await repo.addPartMergeCounts(trx, runId, byPart);
+  await partsRepo.addPartMergeCounts(trx, runId, byPart);
   return repo.addRunCounts(trx, runId, counts);
 }
 
@@ -139,7 +140,7 @@ export async function succeedRun(
   runId: number,
   closed: number,
 ): Promise<ImportRun> {
-  const parts = await repo.getParts(trx, runId);
+  const parts = await partsRepo.getParts(trx, runId);
   return repo.markSucceeded(
     trx,
     runId,

@@ -1,6 +1,6 @@
 import { reasonOf } from '../../shared/outage.js';
+import { failPart } from '../import-runs/import-parts.repository.js';
 import {
-  failPart,
   failRun,
   type ImportPart,
   type ImportRun,

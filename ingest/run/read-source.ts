@@ -4,12 +4,12 @@ import { observeLater } from '../../shared/outage.js';
 import { openCsv } from '../csv.js';
 import type { BatchContext, BatchOutcome, FeedHandler, PreparedFeed } from '../feed-handler.js';
 import { insertIssues, type NewIssue } from '../import-runs/import-issues.repository.js';
+import { succeedPart } from '../import-runs/import-parts.repository.js';
 import {
   advancePart,
   type BatchCounts,
   type ImportPart,
   type ImportRun,
-  succeedPart,
 } from '../import-runs/import-runs.repository.js';
 import { startPart } from '../import-runs/import-runs.state.js';
 import { type FeedSource, openSource } from '../source.js';

@@ -1,13 +1,8 @@
 import type { Db } from '../../shared/db.js';
 import type { FeedHandler, StagedFeed } from '../feed-handler.js';
 import { feedHandler } from '../feeds.js';
-import {
-  getPart,
-  getRun,
-  type ImportPart,
-  type ImportRun,
-  restartPart,
-} from '../import-runs/import-runs.repository.js';
+import { getPart, restartPart } from '../import-runs/import-parts.repository.js';
+import { getRun, type ImportPart, type ImportRun } from '../import-runs/import-runs.repository.js';
 import { isPartDone, isSettled } from '../import-runs/import-runs.state.js';
 import type { RunImportDeps } from './deps.js';
 import { ImportFailedError } from './errors.js';

@@ -1,5 +1,6 @@
 import type { Meilisearch } from 'meilisearch';
-import { getRun, setPartJobIds, setRunJobId } from '../../ingest/import-runs/import-runs.repository.js';
+import { setPartJobIds } from '../../ingest/import-runs/import-parts.repository.js';
+import { getRun, setRunJobId } from '../../ingest/import-runs/import-runs.repository.js';
 import { partsOf } from '../../ingest/import-runs/import-runs.state.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS, meiliConnectionOf } from '../../search/meili-client.js';
 import { meiliReplicasOf } from '../../search/replicas.js';
