@@ -215,7 +215,7 @@ export async function searchLoad(
 
   // The API's floor: a trivial metered route (auth, credits, one Org from Postgres) under the same load.
   const { rows } = await sql<{ id: string; domain_cc: string }>`
-    select id, domain_cc from orgs tablesample system (1) limit 1000`.execute(d.db);
+    select id, domain_cc from orgs order by random() limit 1000`.execute(d.db);
   const domains = rows.map(
     (r) => `/v1/org/${bizdirUid(Number(r.id))}.${r.domain_cc}.${d.domainSuffix}?api_key=${d.apiKey}`,
   );
