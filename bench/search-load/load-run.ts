@@ -39,21 +39,27 @@ function processCpuMs(pid: number): number {
 
 /**
  * CPU time of the watched processes between start and stop (ms): each name is one process or several
- * (the Postgres backends of the run's database, summed; backends that start and end between the two
- * readings are missed: the pools keep theirs), and this process itself (the load generator).
+ * (the Postgres backends of the run's database, summed), and this process itself (the load
+ * generator). The lists are read again at the stop: a process first seen then (a pool's connection
+ * opened during the run) counts all its CPU time.
  */
-export function cpuWatch(pids: Record<string, number | readonly number[]>): () => Record<string, number> {
-  const list = (p: number | readonly number[]) => (typeof p === 'number' ? [p] : p);
+export function cpuWatch(
+  pids: Record<string, number | readonly number[]>,
+): (end: Record<string, number | readonly number[]>) => Record<string, number> {
+  const list = (p: number | readonly number[] | undefined) =>
+    p === undefined ? [] : typeof p === 'number' ? [p] : p;
   const before = new Map<number, number>();
   for (const p of Object.values(pids).flatMap(list)) before.set(p, processCpuMs(p));
   const selfBefore = process.cpuUsage();
-  return () => {
+  return (end) => {
     const out: Record<string, number> = {};
-    for (const [name, p] of Object.entries(pids))
-      out[name] = list(p).reduce(
+    for (const name of Object.keys(pids)) {
+      const all = new Set([...list(pids[name]), ...list(end[name])]);
+      out[name] = [...all].reduce(
         (sum, pid) => sum + Math.max(0, processCpuMs(pid) - (before.get(pid) ?? 0)),
         0,
       );
+    }
     const self = process.cpuUsage(selfBefore);
     out['load generator'] = (self.user + self.system) / 1000;
     return out;
@@ -105,7 +111,7 @@ export async function runLoad<R>(
     await pool.close();
   }
   const wallMs = performance.now() - started;
-  return { answers, wallMs, cpuMs: cpu() };
+  return { answers, wallMs, cpuMs: cpu(await watch()) };
 }
 
 export const pct = (sorted: readonly number[], p: number) =>
