@@ -84,7 +84,8 @@ export async function createScheduledRun(
       await repo.failRun(trx, made.id, error ?? 'failed');
       return { ...made, status: 'failed' };
     }
-    if (run.status === 'queued' && parts && parts.length > 0) await partsRepo.insertParts(trx, made.id, parts);
+    if (run.status === 'queued' && parts && parts.length > 0)
+      await partsRepo.insertParts(trx, made.id, parts);
     return made;
   });
 }
