@@ -1087,8 +1087,11 @@ async function main() {
       );
       figures.scheduledReindexBeforeBytesPerOrg = Math.round(r.beforeBytesPerOrg);
       figures.scheduledReindexAfterBytesPerOrg = Math.round(r.afterBytesPerOrg);
-      const fresh = figures.bytesPerOrg;
-      const ratio = (b: number) => (fresh ? ` = ${(b / fresh).toFixed(2)}x the fresh build above` : '');
+      // The rebuild step's index, else the one the catch-up build made after the first import (also
+      // built from scratch).
+      const fresh = figures.bytesPerOrg ?? figures.bytesPerOrgAfterSync;
+      const ratio = (b: number) =>
+        fresh ? ` = ${(b / fresh).toFixed(2)}x the fresh build (${fresh} B/Org)` : '';
       report(
         'scheduled reindex (--when-grown 1.1)',
         `${r.status} in ${s(r.runMs)} s from the schedule's save (${r.reason ?? 'no reason given'}): ` +

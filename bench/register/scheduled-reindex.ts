@@ -44,14 +44,23 @@ export async function scheduledReindex(
   ]);
   if (code !== 0) throw new Error(`bizdir schedule set exited ${code}`);
   const started = Date.now();
+  let removed = false;
+  const remove = async () => {
+    if (removed) return;
+    removed = true;
+    await deps.bizdir(['schedule', 'remove', name]);
+  };
   try {
     for (;;) {
+      // The schedule's first firing is the one measured: the schedule goes as soon as it has fired,
+      // so a later minute's firing (skipped while the rebuild runs) cannot be taken for it.
       const run = await deps.db
         .selectFrom('schedule_reindex_runs')
         .select(['status', 'reason'])
         .where('schedule_name', '=', name)
-        .orderBy('id', 'desc')
+        .orderBy('id', 'asc')
         .executeTakeFirst();
+      if (run) await remove();
       if (run && run.status !== 'queued' && run.status !== 'running')
         return {
           beforeBytesPerOrg,
@@ -65,6 +74,6 @@ export async function scheduledReindex(
       await sleep(2_000);
     }
   } finally {
-    await deps.bizdir(['schedule', 'remove', name]);
+    await remove();
   }
 }
