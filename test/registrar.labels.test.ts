@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,11 +9,13 @@ import type { RunImportDeps } from '../ingest/run/deps.js';
 import { runImport } from '../ingest/run/run-import.js';
 import type { Db } from '../shared/db.js';
 import { clashingRegister } from './support/clashing-register.js';
-import { runCli, spawnCli } from './support/cli.js';
+import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { FEED_CONFIG } from './support/import.js';
 import { testQueuePrefix } from './support/redis.js';
+import { until } from './support/wait.js';
+import { type TestQueue, WorkerProcesses, waitForRun } from './support/worker.js';
 
 /**
  * The same register file gives the same public domains (docs/decisions.md, Public labels): whatever the
@@ -102,60 +103,69 @@ describe('public labels of a register run', () => {
 });
 
 describe('public labels of a register run through the queue', () => {
-  let queue: ReturnType<typeof testQueuePrefix>;
-  const workers: ChildProcess[] = [];
+  let queue: TestQueue;
+  let env: Record<string, string> = {};
+  const workers = new WorkerProcesses(() => env);
   beforeAll(() => {
     queue = testQueuePrefix();
   });
   afterAll(async () => {
-    for (const w of workers) await stopWorker(w, 'SIGKILL');
+    await workers.stopAll();
     await queue?.cleanup();
   });
-  async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill(signal);
-    await exited;
-  }
-  async function waitForRun(db: Db, id: number, until: (run: ImportRun) => boolean, timeoutMs = 300_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await getRun(db, id);
-      if (run && until(run)) return run;
-      if (Date.now() > deadline) throw new Error(`run ${id} did not get there: ${JSON.stringify(run)}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
 
   it('are the same with two workers and a worker killed (SIGKILL) mid-merge', async () => {
     // Enough companies for several merge chunks of the feed's own size (registrar.feed.ts MERGE_CHUNK).
     const { files, expected } = clashingRegister(dir, 'queued', 3, 4000);
     const t = await fresh();
-    const env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
-    const start = () => {
-      const child = spawnCli(
-        ['worker', '--queues', 'import', '--lock-duration', '2000', '--stalled-interval', '1000'],
-        env,
-      );
-      workers.push(child);
-      return child;
-    };
-    const victim = start();
-    const helper = start();
+    env = { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: queue.prefix };
+    // The merge is held on one company of a later chunk until the workers are killed, so the kill
+    // lands mid-merge however fast the machine is (chunks commit in key order: those before it are in).
+    const held = [...expected.keys()].sort()[Math.floor((expected.size * 3) / 4)]!;
+    await sql`create table hold_released (done boolean)`.execute(t.db);
+    await sql`
+      create function hold_once() returns trigger language plpgsql as $$
+      begin
+        if new.registration_number = ${sql.lit(held)} and not exists (select 1 from hold_released) then
+          perform pg_sleep(600);
+        end if;
+        return new;
+      end $$`.execute(t.db);
+    await sql`create trigger hold_once before insert on orgs for each row execute function hold_once()`.execute(
+      t.db,
+    );
+    const victim = workers.start();
+    const helper = workers.start();
     const queued = await runCli(['import', 'registrar', ...files], env);
     expect(queued.code).toBe(0);
     const id = Number(/import run (\d+)/.exec(queued.stdout)![1]);
-    await waitForRun(t.db, id, (r) => Number(r.merged_rows) > 0);
-    // The merge runs on one of the two; kill both (SIGKILL) and let a third finish the run.
-    await stopWorker(victim, 'SIGKILL');
-    await stopWorker(helper, 'SIGKILL');
+    await waitForRun(t.db, id, (r) => Number(r.merged_rows) > 0, { timeoutMs: 300_000 });
+    await until(
+      async () => {
+        const { rows } = await sql<{ n: number }>`
+          select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event = 'PgSleep'`.execute(t.db);
+        return rows[0]!.n > 0;
+      },
+      { timeoutMs: 300_000, what: 'the merge to reach the held company' },
+    );
+    // The merge runs on one of the two; kill both (SIGKILL), end the held transaction, and let a
+    // third worker finish the run.
+    await workers.stop(victim, 'SIGKILL');
+    await workers.stop(helper, 'SIGKILL');
+    await sql`insert into hold_released values (true)`.execute(t.db);
+    await sql`select pg_terminate_backend(pid) from pg_stat_activity
+      where datname = current_database() and wait_event = 'PgSleep'`.execute(t.db);
     const atKill = (await getRun(t.db, id))!;
     expect(atKill.status).toBe('running');
+    expect(Number(atKill.merged_rows)).toBeGreaterThan(0);
     expect(Number(atKill.merged_rows)).toBeLessThan(expected.size);
-    const rescuer = start();
-    const done = await waitForRun(t.db, id, (r) => r.status !== 'running' && r.status !== 'queued');
-    await stopWorker(rescuer);
+    const rescuer = workers.start();
+    const done = await waitForRun(t.db, id, (r) => r.status !== 'running' && r.status !== 'queued', {
+      timeoutMs: 300_000,
+    });
+    await workers.stop(rescuer);
     expect(done.status).toBe('succeeded');
     expect(await labelsOf(t.db)).toEqual(expected);
-  }, 360_000);
+  }, 720_000);
 });
