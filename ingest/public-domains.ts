@@ -187,7 +187,7 @@ export async function allocateSlugs(
       for (const slug of ask) known.set(slug, held.has(slug));
     }
     // Then hand them out in order, until a request meets a label not looked up yet (a clash within
-    // the batch moved it past the labels looked up): the next round looks that one up.
+    // the batch moved it past the labels looked up): the next pass of the loop looks that one up.
     for (; next < pending.length; next++) {
       const i = pending[next]!;
       const base = requests[i]!.base;
