@@ -9,7 +9,7 @@ import { createAccount } from '../api/accounts/account.service.js';
 import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
 import { runImport } from '../ingest/run/run-import.js';
 import { createDb, migrateToLatest } from '../shared/db.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { HEADER, row } from './location-sheet.js';
 import { writeRegistrarFile } from './registrar-generate.js';

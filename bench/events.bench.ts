@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { createDb, migrateToLatest } from '../shared/db.js';
+import { benchArgs } from './bench-args.js';
 import { BIZDIR_HOW, buildBizdir } from './bizdir-cli.js';
 import {
   fillEvents,
@@ -33,15 +34,7 @@ import { generateNextMonth, generateRegister } from './register/generate.js';
  * Prints figures (never fails on a slow machine); the last lines are one JSON object for
  * `npm run bench` (bench/bench-table.ts parseEvents). Env: BENCH_PG_ADMIN_URL, REDIS_URL.
  */
-const args = process.argv.slice(2);
-const flag = (name: string) => args.includes(`--${name}`);
-function count(name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const n = Number(args[i + 1]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a whole number, not ${args[i + 1]}`);
-  return n;
-}
+const { flag, count } = benchArgs();
 const EVENTS = count('events', 10_000_000);
 const READS = count('reads', 300);
 const ORGS = count('orgs', 1_000_000);

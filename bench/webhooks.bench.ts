@@ -16,6 +16,7 @@ import { readEvents } from '../events/feed.read-model.js';
 import { createDb, type Db, migrateToLatest } from '../shared/db.js';
 import { systemResolver } from '../webhooks/address-guard.js';
 import { createEventFeed } from '../webhooks/feed.read-model.js';
+import { benchArgs } from './bench-args.js';
 import { BIZDIR_ARGS, BIZDIR_HOW, buildBizdir } from './bizdir-cli.js';
 import { LOCAL_PG_ADMIN_URL, LOCAL_REDIS_URL, runStatement } from './local-services.js';
 import { MemoryWatch } from './process-memory.js';
@@ -43,15 +44,7 @@ import { MemoryWatch } from './process-memory.js';
  * bench` (bench/bench-table.ts parseWebhooks); never fails on a slow machine. Env:
  * BENCH_PG_ADMIN_URL, REDIS_URL, BENCH_WORKER=tsx (from source).
  */
-const args = process.argv.slice(2);
-const flag = (name: string) => args.includes(`--${name}`);
-function count(name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const n = Number(args[i + 1]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a whole number, not ${args[i + 1]}`);
-  return n;
-}
+const { flag, count } = benchArgs();
 const EVENTS = count('events', 33_000);
 const RECEIVERS = count('receivers', 10);
 const DOWN_SECONDS = count('down-seconds', 20);

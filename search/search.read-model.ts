@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../shared/db.js';
 import { bizdirUid, parseDomain } from '../shared/domains.js';
-import { orgsWithDomains } from '../shared/org-domains.js';
+import { orgsWithDomains } from '../shared/org-domains.read-model.js';
 import { withUid } from './org-document.js';
 import type { NameRow } from './search-query.js';
 

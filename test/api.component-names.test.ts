@@ -2,9 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../api/app.js';
-import { ensureOrgIndex } from '../search/index-definition.js';
 import { succeeded } from '../search/meili-client.js';
-import { syncOutbox } from '../search/org-sync.js';
 import { parseServerTiming } from '../search/search-timing.js';
 import { loadConfig } from '../shared/config.js';
 import { newAccount, SUFFIX } from './support/api.js';
@@ -13,6 +11,7 @@ import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { insertOrgs } from './support/orgs.js';
 import { testQueuePrefix } from './support/redis.js';
+import { buildTestIndex } from './support/search-index.js';
 import { hostPort, TcpProxy, withPort } from './support/tcp-proxy.js';
 
 /**
@@ -60,8 +59,7 @@ beforeAll(async () => {
   t = await createTestDb();
   meili = testMeiliClient();
   await insertOrgs(t.db, [{ name: 'ACME WIDGETS LTD' }, { name: 'BRIDGET JONES LTD' }]);
-  await ensureOrgIndex(meili, indexUid);
-  await syncOutbox({ db: t.db, meili, indexUid });
+  await buildTestIndex(t.db, meili, indexUid);
   key = (await newAccount(t.db)).api_key;
 });
 

@@ -3,14 +3,13 @@ import type { AddressInfo } from 'node:net';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../api/accounts/account.service.js';
-import { ensureOrgIndex } from '../search/index-definition.js';
-import { syncOutbox } from '../search/org-sync.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { creditsUsed, newAccount, SUFFIX, useTestApi } from './support/api.js';
 import { type FuzzRequest, fuzzRequests, type Operation, operationsOf } from './support/fuzz-requests.js';
 import { importFeed } from './support/import.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
 import { parseResponse, type RawResponse, rawExchange } from './support/raw-http.js';
+import { buildTestIndex } from './support/search-index.js';
 
 /**
  * Seeded fuzz test: thousands of hostile requests (test/support/fuzz-requests.ts) against every route
@@ -53,8 +52,7 @@ const api = useTestApi({
     await importFeed(t.db, 'registrar', 'samples/registrar-sample.csv');
     await importFeed(t.db, 'locations', 'samples/locations-sample.csv');
     meili = testMeiliClient();
-    await ensureOrgIndex(meili, indexUid);
-    await syncOutbox({ db: t.db, meili, indexUid });
+    await buildTestIndex(t.db, meili, indexUid);
   },
   app: {
     meiliIndex: indexUid,

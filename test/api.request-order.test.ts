@@ -1,9 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../api/accounts/account.service.js';
-import { ensureOrgIndex } from '../search/index-definition.js';
-import { syncOutbox } from '../search/org-sync.js';
 import { get, importOneOrg, newAccount, postJson, useTestApi } from './support/api.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
+import { buildTestIndex } from './support/search-index.js';
 
 /**
  * Which answer a request gets when more than one thing is wrong with it, and the edges of its
@@ -18,8 +17,7 @@ describe('request order and syntax', () => {
   const api = useTestApi({
     seed: async (t) => {
       orgPath = `/v1/org/${await importOneOrg(t.db)}`;
-      await ensureOrgIndex(meili, indexUid);
-      await syncOutbox({ db: t.db, meili, indexUid });
+      await buildTestIndex(t.db, meili, indexUid);
     },
     credits: 1_000,
     app: { meiliIndex: indexUid },

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImportRun } from '../ingest/import-runs/import-runs.repository.js';
 import { ImportFailedError } from '../ingest/run/errors.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { FEED_CONFIG, importFeed, permanentFailure, rejectsOf } from './support/import.js';
 

@@ -12,9 +12,7 @@ import { reindexJobId, runScheduleProcessor } from '../jobs/schedules/run-schedu
 import { upsertSchedule } from '../jobs/schedules/schedule.repository.js';
 import type { RunScheduleOutcome } from '../jobs/schedules/scheduler.js';
 import { createWorkerDeps, type RunningWorkers, startWorkers } from '../jobs/worker.js';
-import { ensureOrgIndex } from '../search/index-definition.js';
 import { succeeded } from '../search/meili-client.js';
-import { syncOutbox } from '../search/org-sync.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
 import { createRedis } from '../shared/redis.js';
@@ -23,6 +21,7 @@ import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { scheduleFiring } from './support/schedules.js';
+import { buildTestIndex } from './support/search-index.js';
 import { eventually } from './support/wait.js';
 
 /**
@@ -62,8 +61,7 @@ beforeAll(async () => {
     insert into orgs (domain_cc, public_slug, name, content_hash)
     select 'gb', 'sched-reindex-' || g, 'SCHEDULED ' || g || ' LTD', 'h' || g
     from generate_series(1, ${ORGS}) g`.execute(t.db);
-  await ensureOrgIndex(meili, indexUid);
-  await syncOutbox({ db: t.db, meili, indexUid });
+  await buildTestIndex(t.db, meili, indexUid);
   mkdirSync(path.dirname(indexFile), { recursive: true });
   writeFileSync(indexFile, randomBytes(1 << 20));
   const config = configFor({ MEILI_DB_PATH: dbPath });

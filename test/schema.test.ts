@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allocateSlugs, keepFormerSlugs } from '../ingest/public-domains.js';
 import { bizdirUid } from '../shared/domains.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { clientOf } from '../shared/pg-copy.js';
 import { createTestDb, type TestDb } from './support/db.js';
 

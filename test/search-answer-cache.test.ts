@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureOrgIndex } from '../search/index-definition.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { parseServerTiming } from '../search/search-timing.js';
 import { get, newAccount, startTestApi } from './support/api.js';
@@ -9,6 +8,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';
 import { testQueuePrefix } from './support/redis.js';
+import { buildTestIndex } from './support/search-index.js';
 
 /**
  * SEARCH_ANSWER_CACHE=on: a repeated search is answered without the index, and never with an answer
@@ -39,8 +39,7 @@ beforeAll(async () => {
   t = await createTestDb();
   meili = testMeiliClient();
   orgs = await insertOrgs(t.db, [{ name: 'ACME WIDGETS LTD' }, { name: 'BRIDGET JONES LTD' }]);
-  await ensureOrgIndex(meili, indexUid);
-  await syncOutbox({ db: t.db, meili, indexUid });
+  await buildTestIndex(t.db, meili, indexUid);
   app = await startTestApi({
     databaseUrl: t.url,
     prefix: queue.prefix,

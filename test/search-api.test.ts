@@ -2,8 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../api/app.js';
-import { ensureOrgIndex } from '../search/index-definition.js';
-import { syncOutbox } from '../search/org-sync.js';
 import { parseServerTiming } from '../search/search-timing.js';
 import { loadConfig } from '../shared/config.js';
 import { get, newAccount, SUFFIX, startTestApi } from './support/api.js';
@@ -12,6 +10,7 @@ import { TEST_REDIS_URL } from './support/env.js';
 import { testIndexName, testMeiliClient } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';
 import { testQueuePrefix } from './support/redis.js';
+import { buildTestIndex } from './support/search-index.js';
 
 let t: TestDb;
 let app: FastifyInstance;
@@ -30,8 +29,7 @@ beforeAll(async () => {
     { name: 'WIDGÉTRY LIMITED' },
     { name: 'ZEBRA HOLDINGS PLC' },
   ]);
-  await ensureOrgIndex(meili, indexUid);
-  await syncOutbox({ db: t.db, meili, indexUid });
+  await buildTestIndex(t.db, meili, indexUid);
   app = await startTestApi({ databaseUrl: t.url, prefix: queue.prefix, meiliIndex: indexUid });
   key = (await newAccount(t.db)).api_key;
 });

@@ -8,7 +8,6 @@ import { pendingChanges } from '../search/index-sync.repository.js';
 import { createMeiliClient } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { rebuildForBacklog } from '../search/reindex.js';
-import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
@@ -17,6 +16,7 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
+import { buildTestIndex, searchIndexOnly } from './support/search-index.js';
 import { sleep, until } from './support/wait.js';
 
 const SUFFIX = 'bizdir.test';
@@ -43,8 +43,7 @@ describe('a far-behind index is rebuilt, not synced batch by batch', () => {
     t = await createTestDb();
     meili = testMeiliClient();
     await addOrgs(t.db, 1, 200);
-    await ensureOrgIndex(meili, indexUid);
-    await syncOutbox({ db: t.db, meili, indexUid });
+    await buildTestIndex(t.db, meili, indexUid);
   });
 
   afterAll(async () => {
@@ -52,18 +51,7 @@ describe('a far-behind index is rebuilt, not synced batch by batch', () => {
     await t?.drop();
   });
 
-  const find = (q: string) =>
-    searchOrgs(
-      // The index itself, not the changes searched beside it (fresh-changes.ts).
-      {
-        db: t.db,
-        meili: createMeiliClient(testMeiliConnection()),
-        indexUid,
-        domainSuffix: SUFFIX,
-        freshChanges: false,
-      },
-      { q, sort: 'name', limit: 10, offset: 0 },
-    );
+  const find = (q: string) => searchIndexOnly(t.db, indexUid, q, { limit: 10, domainSuffix: SUFFIX });
 
   it('plans: sync below the threshold or below 30 % of the index, wait while an import writes, rebuild after', async () => {
     await addOrgs(t.db, 201, 250);

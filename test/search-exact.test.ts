@@ -9,7 +9,7 @@ import { reindex } from '../search/reindex.js';
 import { FRESH_MAX, pendingOrgIds } from '../search/search.read-model.js';
 import { ORG_SORTS, type OrgSort } from '../search/search-query.js';
 import { searchOrgs } from '../search/search-service.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { rng } from './support/rng.js';

@@ -7,7 +7,7 @@ import { syncOutbox } from '../search/org-sync.js';
 import { ORG_SORTS, type OrgSort } from '../search/search-query.js';
 import { searchOrgs } from '../search/search-service.js';
 import { SMALL_ANSWER } from '../search/small-answer.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';

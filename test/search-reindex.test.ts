@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Meilisearch } from 'meilisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureOrgIndex } from '../search/index-definition.js';
 import { pendingChanges } from '../search/index-sync.repository.js';
 import {
   createMeiliClient,
@@ -13,11 +12,11 @@ import {
 import { syncOutbox } from '../search/org-sync.js';
 import { RebuildStopped } from '../search/rebuild-stop.js';
 import { reindex } from '../search/reindex.js';
-import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
-import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
+import { buildTestIndex, searchIndexOnly } from './support/search-index.js';
 import { until } from './support/wait.js';
 
 const SUFFIX = 'bizdir.test';
@@ -35,8 +34,7 @@ beforeAll(async () => {
     insert into orgs (domain_cc, public_slug, name, content_hash)
     select 'gb', 'reindex-org-' || g, 'ORG ' || g || ' WIDGETS LTD', 'h' || g
     from generate_series(1, ${COUNT}) g`.execute(t.db);
-  await ensureOrgIndex(meili, indexUid);
-  await syncOutbox({ db: t.db, meili, indexUid });
+  await buildTestIndex(t.db, meili, indexUid);
 });
 
 afterAll(async () => {
@@ -44,17 +42,7 @@ afterAll(async () => {
   await t?.drop();
 });
 
-const find = (q: string) =>
-  searchOrgs(
-    {
-      db: t.db,
-      meili: createMeiliClient(testMeiliConnection()),
-      indexUid,
-      domainSuffix: SUFFIX,
-      freshChanges: false,
-    },
-    { q, sort: 'name', limit: 10, offset: 0 },
-  );
+const find = (q: string) => searchIndexOnly(t.db, indexUid, q, { limit: 10, domainSuffix: SUFFIX });
 
 describe('bizdir reindex', () => {
   it('serves every query during a rebuild and keeps changes committed while it runs', async () => {

@@ -6,7 +6,7 @@ import { foldName } from '../search/name-text.js';
 import { syncOutbox } from '../search/org-sync.js';
 import { SHALLOW_TIERS_DEPTH } from '../search/relevance-tiers.js';
 import { searchOrgs } from '../search/search-service.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
 import { insertOrgs, type TestOrg } from './support/orgs.js';

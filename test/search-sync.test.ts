@@ -11,7 +11,6 @@ import { ensureOrgIndex } from '../search/index-definition.js';
 import { pendingChanges } from '../search/index-sync.repository.js';
 import { createMeiliClient, INDEXING_TIMEOUT_MS } from '../search/meili-client.js';
 import { syncOutbox } from '../search/org-sync.js';
-import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
@@ -20,9 +19,10 @@ import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_REDIS_URL } from './support/env.js';
 import { importFeed } from './support/import.js';
-import { meiliEnv, testIndexName, testMeiliClient, testMeiliConnection } from './support/meili.js';
+import { meiliEnv, testIndexName, testMeiliClient } from './support/meili.js';
 import { testQueuePrefix } from './support/redis.js';
 import { registrarCsv, registrarFields } from './support/registrar-csv.js';
+import { searchIndexOnly } from './support/search-index.js';
 import { eventually } from './support/wait.js';
 
 const SUFFIX = 'bizdir.test';
@@ -70,16 +70,10 @@ describe('sync through the index queue', () => {
   });
 
   const find = (q: string) =>
-    searchOrgs(
-      {
-        db: t.db,
-        meili: createMeiliClient(testMeiliConnection()),
-        indexUid,
-        domainSuffix: SUFFIX,
-        freshChanges: false,
-      },
-      { q, sort: 'name', limit: 20, offset: 0 },
-    ).catch(() => ({ ids: [], total: -1 }));
+    searchIndexOnly(t.db, indexUid, q, { limit: 20, domainSuffix: SUFFIX }).catch(() => ({
+      ids: [],
+      total: -1,
+    }));
 
   it('an import reaches search through an index-orgs job; a rename finds the new name, not the old', async () => {
     await importFeed(

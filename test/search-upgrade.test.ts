@@ -18,7 +18,7 @@ import { searchOrgs } from '../search/search-service.js';
 import { driftCount, verifyIndex } from '../search/verify.js';
 import { loadConfig } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
-import { uidOf } from '../shared/org-domains.js';
+import { uidOf } from '../shared/org-domains.read-model.js';
 import { get, newAccount, SUFFIX } from './support/api.js';
 import { runCli } from './support/cli.js';
 import { createTestDb, type TestDb } from './support/db.js';

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliOutput, collectOutput } from './support/cli.js';
+import { embeddedStartEnv } from './support/env.js';
 import { serverProcesses, stillRunning } from './support/processes.js';
 
 /**
@@ -65,16 +66,7 @@ async function npmStart(): Promise<NpmStart> {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
         ...process.env,
-        DATA_DIR: dataDir,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        DATABASE_URL: '',
-        REDIS_URL: '',
-        MEILI_URL: '',
-        MEILI_MASTER_KEY: '',
-        ADMIN_TOKEN: '',
-        QUEUE_PREFIX: 'bizdir',
-        LOG_LEVEL: 'warn',
+        ...embeddedStartEnv(dataDir),
         CI: 'true',
       },
     },

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCli } from './support/cli.js';
+import { embeddedStartEnv } from './support/env.js';
 import { running, serverProcesses } from './support/processes.js';
 
 /**
@@ -25,19 +26,7 @@ afterAll(async () => {
   await fs.rm(dataDir, { recursive: true, force: true });
 });
 
-// Every URL unset (an empty variable counts as unset), so start must embed all three services.
-const env = () => ({
-  DATA_DIR: dataDir,
-  HOST: '127.0.0.1',
-  PORT: '0',
-  DATABASE_URL: '',
-  REDIS_URL: '',
-  MEILI_URL: '',
-  MEILI_MASTER_KEY: '',
-  ADMIN_TOKEN: '',
-  QUEUE_PREFIX: 'bizdir',
-  LOG_LEVEL: 'warn',
-});
+const env = () => embeddedStartEnv(dataDir);
 
 interface Running {
   child: ChildProcess;

@@ -1,4 +1,11 @@
-import { type Kysely, type QueryCreator, type Selectable, sql, type Transaction } from 'kysely';
+import {
+  type Kysely,
+  type QueryCreator,
+  type Selectable,
+  sql,
+  type Transaction,
+  type Updateable,
+} from 'kysely';
 import type { Db } from '../shared/db.js';
 import type { Database, WebhookDeliveriesTable, WebhookStatus } from '../shared/tables.js';
 
@@ -86,6 +93,39 @@ const attemptRow = (endpointId: number, a: AttemptRecord) => ({
 });
 
 /**
+ * A write made while delivering: applies `set` and renews the lease, with synchronous_commit off (a
+ * lost commit only repeats a request, which carries the same webhook-id), and records `attempts` in
+ * the same statement. False when the lease was lost: nothing changed.
+ */
+async function writeUnderLease(
+  db: Db,
+  lease: { endpointId: number; token: string },
+  now: Date,
+  set: Updateable<WebhookDeliveriesTable>,
+  attempts: readonly AttemptRecord[] = [],
+): Promise<boolean> {
+  const rows = attempts.map((a) => attemptRow(lease.endpointId, a));
+  const withMode = db.with('commit_mode', asyncCommit);
+  // The attempts' CTE is not named by the update: typed as the query without it.
+  const qc =
+    rows.length > 0
+      ? (withMode.with('attempt', (q) =>
+          q.insertInto('webhook_attempts').values(rows),
+        ) as unknown as typeof withMode)
+      : withMode;
+  const row = await qc
+    .updateTable('webhook_deliveries')
+    .set({ ...set, lease_until: leaseEnd(now), updated_at: now })
+    .where('endpoint_id', '=', lease.endpointId)
+    .where('lease_token', '=', lease.token)
+    // A CTE that only selects runs only when the statement refers to it.
+    .where((eb) => eb.exists(eb.selectFrom('commit_mode').select('sc')))
+    .returning('endpoint_id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
  * Requests answered 2xx: the cursor moves to the last event of the last one, the failure streak
  * ends, the attempts are recorded (one statement). False when the lease was lost: nothing changed.
  */
@@ -96,12 +136,11 @@ export async function recordSuccess(
   advanceTo: string,
   now: Date,
 ): Promise<boolean> {
-  const rows = attempts.map((a) => attemptRow(lease.endpointId, a));
-  const row = await db
-    .with('commit_mode', asyncCommit)
-    .with('attempt', (q) => q.insertInto('webhook_attempts').values(rows))
-    .updateTable('webhook_deliveries')
-    .set({
+  return writeUnderLease(
+    db,
+    lease,
+    now,
+    {
       after_event: advanceTo,
       pending_last: null,
       status: 'active',
@@ -110,16 +149,9 @@ export async function recordSuccess(
       next_attempt_at: null,
       last_error: null,
       last_success_at: now,
-      lease_until: leaseEnd(now),
-      updated_at: now,
-    })
-    .where('endpoint_id', '=', lease.endpointId)
-    .where('lease_token', '=', lease.token)
-    // A CTE that only selects runs only when the statement refers to it.
-    .where((eb) => eb.exists(eb.selectFrom('commit_mode').select('sc')))
-    .returning('endpoint_id')
-    .executeTakeFirst();
-  return row !== undefined;
+    },
+    attempts,
+  );
 }
 
 export interface FailureUpdate {
@@ -141,11 +173,11 @@ export async function recordFailure(
   now: Date,
 ): Promise<boolean> {
   const status: WebhookStatus = f.disabledReason ? 'disabled' : 'failing';
-  const row = await db
-    .with('commit_mode', asyncCommit)
-    .with('attempt', (q) => q.insertInto('webhook_attempts').values(attemptRow(lease.endpointId, attempt)))
-    .updateTable('webhook_deliveries')
-    .set({
+  return writeUnderLease(
+    db,
+    lease,
+    now,
+    {
       pending_last: f.pendingLast,
       status,
       disabled_reason: f.disabledReason,
@@ -153,16 +185,9 @@ export async function recordFailure(
       failing_since: f.failingSince,
       next_attempt_at: f.nextAttemptAt,
       last_error: f.lastError,
-      lease_until: leaseEnd(now),
-      updated_at: now,
-    })
-    .where('endpoint_id', '=', lease.endpointId)
-    .where('lease_token', '=', lease.token)
-    // A CTE that only selects runs only when the statement refers to it.
-    .where((eb) => eb.exists(eb.selectFrom('commit_mode').select('sc')))
-    .returning('endpoint_id')
-    .executeTakeFirst();
-  return row !== undefined;
+    },
+    [attempt],
+  );
 }
 
 /**
@@ -177,23 +202,11 @@ export async function moveCursor(
   now: Date,
   endReplay = false,
 ): Promise<boolean> {
-  const row = await db
-    .with('commit_mode', asyncCommit)
-    .updateTable('webhook_deliveries')
-    .set({
-      after_event: to,
-      pending_last: null,
-      lease_until: leaseEnd(now),
-      updated_at: now,
-      ...(endReplay ? { replay_until: null, replay_resume: null } : {}),
-    })
-    .where('endpoint_id', '=', lease.endpointId)
-    .where('lease_token', '=', lease.token)
-    // A CTE that only selects runs only when the statement refers to it.
-    .where((eb) => eb.exists(eb.selectFrom('commit_mode').select('sc')))
-    .returning('endpoint_id')
-    .executeTakeFirst();
-  return row !== undefined;
+  return writeUnderLease(db, lease, now, {
+    after_event: to,
+    pending_last: null,
+    ...(endReplay ? { replay_until: null, replay_resume: null } : {}),
+  });
 }
 
 /** A replay: from an event id (`after`) or a time (`from`), optionally up to a time (`to`). */

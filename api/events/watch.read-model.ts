@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../shared/db.js';
 import { parseDomain } from '../../shared/domains.js';
 import { badRequest } from '../../shared/errors.js';
-import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.js';
+import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.read-model.js';
 
 /** Orgs one request may watch (`watch=`): the read filters on their ids. */
 export const MAX_WATCH = 100;

@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Db } from '../../shared/db.js';
 import type { DomainRef } from '../../shared/domains.js';
-import { hasUid, uidOf } from '../../shared/org-domains.js';
+import { hasUid, uidOf } from '../../shared/org-domains.read-model.js';
 import type { Database, HoursJson, LinksJson, PhonesJson } from '../../shared/tables.js';
 import { addressJson } from '../records/nested-record.read-model.js';
 import { arg, PreparedQuery } from '../records/prepared.js';
@@ -17,7 +17,7 @@ export type LocationRef = Extract<DomainRef, { kind: 'location' | 'location-publ
 /**
  * Matches a Location by stable domain, current public domain, or any public domain it held before.
  * The public case is a union of two index lookups, not `public_slug = $1 or id in (...)`, which
- * Postgres can answer only by scanning locations (as in shared/org-domains.ts for Orgs).
+ * Postgres can answer only by scanning locations (as in shared/org-domains.read-model.ts for Orgs).
  */
 function matchesRef(eb: ExpressionBuilder<Database, 'locations'>, ref: LocationRef) {
   if (ref.kind === 'location') {

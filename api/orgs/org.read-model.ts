@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Db } from '../../shared/db.js';
-import { type OrgDomainRef, orgHasDomain, uidOf } from '../../shared/org-domains.js';
+import { type OrgDomainRef, orgHasDomain, uidOf } from '../../shared/org-domains.read-model.js';
 import type { PhonesJson } from '../../shared/tables.js';
 import { addressJson, locationJson } from '../records/nested-record.read-model.js';
 import { arg, PreparedQuery } from '../records/prepared.js';

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { parseDomain } from '../../shared/domains.js';
 import { notFound } from '../../shared/errors.js';
-import type { OrgDomainRef } from '../../shared/org-domains.js';
+import type { OrgDomainRef } from '../../shared/org-domains.read-model.js';
 import { conditionalRead, sendRendered } from '../http/conditional.js';
 import { checkWindow, PaginationQuery } from '../http/pagination.js';
 import { LocationsListSchema } from '../locations/location.schema.js';

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import { uidOf } from '../../shared/org-domains.js';
+import { uidOf } from '../../shared/org-domains.read-model.js';
 import {
   ADDRESS_JSON_COLUMNS,
   type AddressRecord,

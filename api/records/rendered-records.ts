@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Db } from '../../shared/db.js';
 import { orgDomain } from '../../shared/domains.js';
-import type { OrgDomainRef } from '../../shared/org-domains.js';
+import type { OrgDomainRef } from '../../shared/org-domains.read-model.js';
 import {
   countOrgLocations,
   type LocationRef,

@@ -8,8 +8,8 @@ import type {
   ImportRunPartsTable,
   ImportRunsTable,
 } from '../../shared/tables.js';
-import { deleteRunScratch } from '../import-run-keys.repository.js';
-import { RunNotRunningError } from '../run-fence.repository.js';
+import { deleteRunScratch } from './import-run-keys.repository.js';
+import { RunNotRunningError } from './run-fence.repository.js';
 
 /**
  * Queries on import_runs, one Kysely chain per function: with import-parts.repository.ts (a run's

@@ -3,8 +3,8 @@ import type { Database, ImportRunFirstsTable } from '../../shared/tables.js';
 import { bulkRows, type PgArrayOf } from '../bulk-rows.js';
 import type { FinishOutcome } from '../feed-handler.js';
 import { checkGone, MIN_GUARDED_GONE } from '../full-guard.js';
-import { deleteRunKeys } from '../import-run-keys.repository.js';
-import { holdRunningRun } from '../run-fence.repository.js';
+import { deleteRunKeys } from '../import-runs/import-run-keys.repository.js';
+import { holdRunningRun } from '../import-runs/run-fence.repository.js';
 
 /**
  * The end of a run: a `--full` sheet is each of its Orgs' whole list, so their open Locations it did
@@ -38,7 +38,7 @@ export async function finishRun(
 
 /**
  * A Location the run created: its key was met, though not recorded (createdByRun in
- * locations.match.ts, and LocationsLoader.recordKeys).
+ * locations.match.ts, and recordBatchKeys there).
  */
 const createdByRun = (runId: number) =>
   sql<boolean>`(l.last_run_id = ${runId}::bigint and l.version_number = 1)`;

@@ -2,11 +2,9 @@ import type { Transaction } from 'kysely';
 import { FeedFormatError } from '../../shared/errors.js';
 import type { Database } from '../../shared/tables.js';
 import type { BatchOutcome, BatchRow, FinishOutcome, LoadContext, NormalizedRow } from '../feed-handler.js';
-import { recordRunKeys } from '../import-run-keys.repository.js';
 import { findAdoptions } from './locations.adopt.js';
 import { finishRun, recordFirstRows, settleDefaults } from './locations.close.js';
-import { type LocationColumns, type LocationField, newLocationGap } from './locations.headers.js';
-import { locationKeyReader, rowFingerprinter } from './locations.key.js';
+import type { LocationColumns } from './locations.headers.js';
 import { RunLabels } from './locations.labels.js';
 import {
   BatchIssues,
@@ -21,24 +19,17 @@ import {
   type LocationState,
   lastRowWins,
   type Pending,
-  type RowRef,
   readLocations,
+  recordBatchKeys,
   refOf,
   splitSettled,
 } from './locations.match.js';
-import { locationRowNormalizer } from './locations.normalize.js';
 import { type OrgInfo, OrgResolver, resolveOrgOption } from './locations.orgs.js';
 import { columnsToRead } from './locations.records.js';
 import { moveLocations, storeFingerprints } from './locations.repository.js';
+import { LocationRows } from './locations.rows.js';
 import { BatchSteps } from './locations.steps.js';
-import {
-  assignKeys,
-  mergeAhead as mergeAheadOf,
-  mergeRow,
-  planWrites,
-  writeInserts,
-  writeUpdates,
-} from './locations.write.js';
+import { assignKeys, mergeRow, planWrites, writeInserts, writeUpdates } from './locations.write.js';
 
 export type { LocationRecord, MergedAhead, MergedRow } from './locations.match.js';
 
@@ -70,20 +61,7 @@ export class LocationsLoader {
   private readonly read: ReturnType<typeof columnsToRead>;
   /** The sheet has every column the merge could take from the stored Location (see MergedAhead). */
   private readonly fullSheet: boolean;
-  private readonly fingerprintOf: (raw: string) => string;
-  private readonly normalizeRow: ReturnType<typeof locationRowNormalizer>;
-  private readonly readKey: ReturnType<typeof locationKeyReader>;
-  /**
-   * Null when the sheet has every column a new Location needs; else the reason its rows that name no
-   * stored Location are refused (a partial sheet updates stored Locations only, see newLocationGap).
-   */
-  private readonly newGap: string | null;
-  /**
-   * Whether the read-ahead normalizes (and merges) every row, or reads only its key. It follows the
-   * last batch: while most rows are written (a first import) the work is done ahead, in parallel with
-   * Postgres; once most rows turn out unchanged (a re-import), it is not done at all for them.
-   */
-  private eager = true;
+  private readonly rows: LocationRows;
   /** The run's Location labels (see RunLabels), and the steps of the last batch begun (see loadBatch). */
   private readonly labels = new RunLabels();
   private lastSteps: BatchSteps | undefined;
@@ -91,50 +69,17 @@ export class LocationsLoader {
   private readonly firstRowOrgs = new Set<number>();
 
   constructor(
-    private readonly columns: LocationColumns,
+    columns: LocationColumns,
     private readonly options: LocationsRunOptions,
   ) {
     this.read = columnsToRead(columns);
     this.fullSheet = this.read.location.length === 0 && this.read.address.length === 0;
-    this.fingerprintOf = rowFingerprinter(options.header);
-    this.normalizeRow = locationRowNormalizer(columns);
-    this.readKey = locationKeyReader(columns);
-    this.newGap = newLocationGap(columns);
+    this.rows = new LocationRows(columns, options.header);
   }
 
   /** The read-ahead's part (pure, no database): see LocationRecord. */
   prepareRow(fields: readonly string[], raw: string): NormalizedRow<LocationRecord> {
-    const fingerprint = this.fingerprintOf(raw);
-    if (!this.eager) {
-      const key = this.readKey(fields);
-      if (key) return { ok: true, record: { kind: 'keyed', fields, fingerprint, ...key }, warnings: [] };
-    }
-    return this.normalize(fields, fingerprint, this.eager);
-  }
-
-  private normalize(
-    fields: readonly string[],
-    fingerprint: string,
-    mergeAhead: boolean,
-  ): NormalizedRow<LocationRecord> {
-    const result = this.normalizeRow(fields);
-    if (result.ok) {
-      const { row, warnings } = result;
-      const clean = warnings.length === 0;
-      const kept = clean ? fingerprint : null;
-      // Merging ahead is the merge of a new Location: none for a sheet that creates none.
-      const merged = mergeAhead && this.newGap === null ? mergeAheadOf(row, kept) : null;
-      return {
-        ok: true,
-        record: { kind: 'row', row, fingerprint: kept, merged },
-        warnings,
-      };
-    }
-    if (result.key) {
-      const { code, org } = result.key;
-      return { ok: true, record: { kind: 'refused', issue: result.issue, code, org }, warnings: [] };
-    }
-    return { ok: false, reject: result.issue, warnings: [] };
+    return this.rows.prepare(fields, raw);
   }
 
   private cachedResolver: OrgResolver | undefined;
@@ -156,25 +101,6 @@ export class LocationsLoader {
     return this.cachedResolver;
   }
 
-  private label(field: LocationField): string {
-    return this.columns.name[field] ?? field;
-  }
-
-  /** A keyed row that its fingerprint cannot settle is normalized in the batch; it may turn out refused. */
-  private normalizeKeyed(
-    r: RowRef,
-    record: Extract<LocationRecord, { kind: 'keyed' }>,
-    issues: BatchIssues,
-  ): Extract<LocationRecord, { kind: 'row' | 'refused' }> | null {
-    const result = this.normalize(record.fields, record.fingerprint, false);
-    if (!result.ok) {
-      issues.refuse(r, result.reject);
-      return null;
-    }
-    issues.warn(r, result.warnings);
-    return result.record as Extract<LocationRecord, { kind: 'row' | 'refused' }>;
-  }
-
   /**
    * Which Org each row names: the rows that name a Location of a known Org, and the keys of refused
    * rows (recorded so `--full` does not close their Locations). Only rows that will load may create a
@@ -189,7 +115,7 @@ export class LocationsLoader {
   ): Promise<{ candidates: Pending[]; refusedKeys: string[] }> {
     const resolver = await this.orgs(trx);
     const records: (LocationRecord | null)[] = rows.map((r) => r.record);
-    const creates = this.newGap === null;
+    const creates = this.rows.newGap === null;
     const found = await resolver.resolve(
       trx,
       rows.map((r) => refOf(r.record)),
@@ -198,7 +124,7 @@ export class LocationsLoader {
     const retry: number[] = [];
     rows.forEach((r, i) => {
       if (r.record.kind !== 'keyed' || found[i]!.ok) return;
-      const normalized = this.normalizeKeyed(r, r.record, issues);
+      const normalized = this.rows.normalizeKeyed(r, r.record, issues);
       records[i] = normalized;
       if (normalized?.kind === 'row' && creates) retry.push(i);
     });
@@ -213,12 +139,13 @@ export class LocationsLoader {
       });
     }
 
-    if (this.newGap !== null) {
+    if (this.rows.newGap !== null) {
       found.forEach((lookup, i) => {
-        if (!lookup.ok && lookup.byName) found[i] = { ok: false, field: 'storeCode', reason: this.newGap! };
+        if (!lookup.ok && lookup.byName)
+          found[i] = { ok: false, field: 'storeCode', reason: this.rows.newGap! };
       });
     }
-    return candidatesFrom(rows, records, found, issues, (field) => this.label(field));
+    return candidatesFrom(rows, records, found, issues, (field) => this.rows.label(field));
   }
 
   /**
@@ -232,9 +159,9 @@ export class LocationsLoader {
     issues: BatchIssues,
     refusedKeys: string[],
   ): readonly Pending[] {
-    const reason = this.newGap;
+    const reason = this.rows.newGap;
     if (reason === null) return candidates;
-    const column = this.label('storeCode');
+    const column = this.rows.label('storeCode');
     return candidates.filter((p) => {
       if (stateByKey.has(p.key)) return true;
       issues.refuse(p, { column, reason });
@@ -317,7 +244,7 @@ export class LocationsLoader {
     const settled = (p: Pending) => isSettled(p, stateByKey.get(p.key), moved);
 
     const stored = this.refuseNew(candidates, stateByKey, issues, refusedKeys);
-    const normalized = this.normalizeUnsettled(stored, settled, issues, refusedKeys);
+    const normalized = this.rows.normalizeUnsettled(stored, settled, issues, refusedKeys);
     const { unique, duplicates: inBatch } = lastRowWins(normalized);
     if (this.options.full) {
       // An Org an earlier batch met keeps that batch's first row: not sent again (nor waited for). The
@@ -332,7 +259,7 @@ export class LocationsLoader {
       for (const p of firsts) this.firstRowOrgs.add(p.org.id);
     }
     steps.firstsRecorded.resolve();
-    const seenBefore = await this.recordKeys(trx, runId, {
+    const seenBefore = await recordBatchKeys(trx, runId, {
       unique,
       refusedKeys,
       stateByKey,
@@ -341,7 +268,7 @@ export class LocationsLoader {
       recorded: found.recorded,
     });
     const split = splitSettled(unique, seenBefore, settled);
-    this.eager = split.toMerge.length * 2 > unique.length;
+    this.rows.eager = split.toMerge.length * 2 > unique.length;
 
     const existing = await readLocations(
       trx,
@@ -386,67 +313,6 @@ export class LocationsLoader {
       changedOrgIds,
       issues: issues.list,
     };
-  }
-
-  /**
-   * Records the batch's keys for the run and returns those an earlier batch met (repeats). A row with
-   * no stored Location records no key: the Location it creates carries the run's id and version 1
-   * (createdByRun), which says the same and saves a key row per new Location, most of a first
-   * import. Such keys are only looked up (an earlier batch may have refused them), before this batch
-   * records its own: `recorded`, found with the batch's stored Locations (findStatesAndRunKeys), before
-   * any move; a key with no Location after the moves had none before them either. A Location the run created that moves away leaves its old key recorded, so a
-   * later row naming that key still counts as a repeat.
-   */
-  private async recordKeys(
-    trx: Transaction<Database>,
-    runId: number,
-    batch: {
-      unique: readonly Pending[];
-      refusedKeys: readonly string[];
-      stateByKey: ReadonlyMap<string, LocationState>;
-      created: ReadonlySet<string>;
-      left: readonly LocationState[];
-      recorded: ReadonlySet<string>;
-    },
-  ): Promise<Set<string>> {
-    const seen = new Set<string>();
-    const known: string[] = [];
-    for (const p of batch.unique) {
-      if (batch.stateByKey.has(p.key)) known.push(p.key);
-      else if (batch.recorded.has(p.key)) seen.add(p.key);
-    }
-    const leftKeys = batch.left.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : []));
-    const repeats = await recordRunKeys(trx, runId, [...known, ...batch.refusedKeys, ...leftKeys]);
-    for (const key of repeats) seen.add(key);
-    for (const key of batch.created) seen.add(key);
-    return seen;
-  }
-
-  /**
-   * Keyed rows that their fingerprint does not settle are normalized now; those refused on the way
-   * are left out (their keys recorded, so `--full` does not close their Locations).
-   */
-  private normalizeUnsettled(
-    candidates: readonly Pending[],
-    settled: (p: Pending) => boolean,
-    issues: BatchIssues,
-    refusedKeys: string[],
-  ): Pending[] {
-    const out: Pending[] = [];
-    for (const p of candidates) {
-      if (p.record.kind === 'keyed' && !settled(p)) {
-        const normalized = this.normalizeKeyed(p, p.record, issues);
-        if (normalized === null) continue;
-        if (normalized.kind === 'refused') {
-          issues.refuse(p, normalized.issue);
-          refusedKeys.push(p.key);
-          continue;
-        }
-        p.record = normalized;
-      }
-      out.push(p);
-    }
-    return out;
   }
 
   /** Moves by-name Locations to the Org their row now names (see findAdoptions): id -> Org left, and their states before. */

@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../shared/tables.js';
 import type { BatchRow, RowIssue } from '../feed-handler.js';
 import type { NewIssue } from '../import-runs/import-issues.repository.js';
+import { recordRunKeys } from '../import-runs/import-run-keys.repository.js';
 import type { LocationField } from './locations.headers.js';
 import type { LocationRow, OrgRef } from './locations.normalize.js';
 import type { OrgInfo, OrgLookup } from './locations.orgs.js';
@@ -61,7 +62,7 @@ export interface MergedAhead {
 }
 
 /**
- * What the read-ahead hands over (LocationsLoader.prepareRow):
+ * What the read-ahead hands over (LocationRows.prepare, locations.rows.ts):
  * - `row`: normalized, and merged ahead too (see MergedAhead) while most rows are written;
  * - `keyed`: only the cells that name the Location were read (see the loader's `eager`); the rest
  *   is normalized in the batch, and only if the row's fingerprint does not match the stored Location's;
@@ -320,4 +321,38 @@ export function splitSettled(
     } else toMerge.push(p as Loaded);
   }
   return { toMerge, repeats, unchanged, duplicates };
+}
+
+/**
+ * Records the batch's keys for the run and returns those an earlier batch met (repeats). A row with
+ * no stored Location records no key: the Location it creates carries the run's id and version 1
+ * (createdByRun), which says the same and saves a key row per new Location, most of a first
+ * import. Such keys are only looked up (an earlier batch may have refused them), before this batch
+ * records its own: `recorded`, found with the batch's stored Locations (findStatesAndRunKeys), before
+ * any move; a key with no Location after the moves had none before them either. A Location the run created that moves away leaves its old key recorded, so a
+ * later row naming that key still counts as a repeat.
+ */
+export async function recordBatchKeys(
+  trx: Transaction<Database>,
+  runId: number,
+  batch: {
+    unique: readonly Pending[];
+    refusedKeys: readonly string[];
+    stateByKey: ReadonlyMap<string, LocationState>;
+    created: ReadonlySet<string>;
+    left: readonly LocationState[];
+    recorded: ReadonlySet<string>;
+  },
+): Promise<Set<string>> {
+  const seen = new Set<string>();
+  const known: string[] = [];
+  for (const p of batch.unique) {
+    if (batch.stateByKey.has(p.key)) known.push(p.key);
+    else if (batch.recorded.has(p.key)) seen.add(p.key);
+  }
+  const leftKeys = batch.left.flatMap((e) => (createdByRun(e, runId) ? [keyOf(e.org_id, e.code)] : []));
+  const repeats = await recordRunKeys(trx, runId, [...known, ...batch.refusedKeys, ...leftKeys]);
+  for (const key of repeats) seen.add(key);
+  for (const key of batch.created) seen.add(key);
+  return seen;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import { parseDomain, slugify } from '../../shared/domains.js';
-import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.js';
+import { type OrgDomainRef, orgDomainKey, orgsWithDomains } from '../../shared/org-domains.read-model.js';
 import type { Database } from '../../shared/tables.js';
 import { allocateSlugs } from '../public-domains.js';
 import type { LocationField } from './locations.headers.js';

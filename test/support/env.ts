@@ -14,3 +14,20 @@ export function databaseUrlFor(name: string): string {
 
 export const uniqueSuffix = () =>
   `${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+
+/**
+ * `bizdir start` with every URL unset (an empty variable counts as unset), so it embeds all three
+ * services under `dataDir`.
+ */
+export const embeddedStartEnv = (dataDir: string): Record<string, string> => ({
+  DATA_DIR: dataDir,
+  HOST: '127.0.0.1',
+  PORT: '0',
+  DATABASE_URL: '',
+  REDIS_URL: '',
+  MEILI_URL: '',
+  MEILI_MASTER_KEY: '',
+  ADMIN_TOKEN: '',
+  QUEUE_PREFIX: 'bizdir',
+  LOG_LEVEL: 'warn',
+});

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { keepFormerSlugs } from '../../ingest/public-domains.js';
 import type { Db } from '../../shared/db.js';
 import { slugify } from '../../shared/domains.js';
-import { uidOf } from '../../shared/org-domains.js';
+import { uidOf } from '../../shared/org-domains.read-model.js';
 
 export interface TestOrg {
   id: number;

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../shared/tables.js';
-import { bulkRows } from './bulk-rows.js';
+import type { Database } from '../../shared/tables.js';
+import { bulkRows } from '../bulk-rows.js';
 
 /**
  * Keys a run met but did not write (unchanged records) (table import_run_keys, migration 0005);

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../shared/tables.js';
+import type { Database } from '../../shared/tables.js';
 
 /**
  * The fence around a run failed for good. A run can be failed while an attempt of it still runs:
