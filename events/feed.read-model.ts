@@ -142,12 +142,13 @@ export async function readEvents(
 
 /**
  * The last visible event's place in the feed (null: none). Long polls compare it between checks:
- * it moves exactly when events become visible to readers.
+ * it moves exactly when events become visible to readers. The order names the column, not the output
+ * alias: `xid` alone would sort the text, and '999' comes after '1000'.
  */
 export async function latestVisible(db: Db): Promise<FeedPosition | null> {
   const { rows } = await sql<FeedPosition>`
-    select xid::text as xid, seq from events
-    where xid < bizdir_events_horizon()
-    order by xid desc, seq desc limit 1`.execute(db);
+    select e.xid::text as xid, e.seq from events e
+    where e.xid < bizdir_events_horizon()
+    order by e.xid desc, e.seq desc limit 1`.execute(db);
   return rows[0] ?? null;
 }

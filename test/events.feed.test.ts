@@ -2,10 +2,17 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { comparePositions, decodeCursor } from '../events/event-cursor.js';
-import { ExpiredCursorError, type FeedEvent, readEvents } from '../events/feed.read-model.js';
+import {
+  ExpiredCursorError,
+  encodeCursor,
+  type FeedEvent,
+  latestVisible,
+  readEvents,
+} from '../events/feed.read-model.js';
 import { deleteOldestEvents, pruneEvents } from '../events/retention.repository.js';
 import { startWorkers } from '../jobs/worker.js';
 import { createRedis } from '../shared/redis.js';
+import { createEventFeed } from '../webhooks/feed.read-model.js';
 import { createTestDb, type TestDb } from './support/db.js';
 import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from './support/env.js';
 import { testQueuePrefix } from './support/redis.js';
@@ -296,4 +303,32 @@ describe('the prune-events job', () => {
       await writer.end();
     }
   }, 60_000);
+});
+
+describe('feed order across a change in the number of digits of a transaction id', () => {
+  it('the feed head, a long poll and a replay by time order xid 1000 after 999 (not as text)', async () => {
+    const own = await createTestDb();
+    try {
+      // Transaction ids as a long-lived database passes 999 → 1000 (both long ended, so visible).
+      await sql`
+        insert into events (xid, type, data, created) values
+          ('5', 'import.started', '{"label":"older"}', now() - interval '3 minutes'),
+          ('999', 'import.started', '{"label":"before"}', now() - interval '1 minute'),
+          ('1000', 'import.started', '{"label":"after"}', now() - interval '1 minute')`.execute(own.db);
+      const head = await latestVisible(own.db);
+      expect(head?.xid).toBe('1000');
+      const feed = createEventFeed(own.db, SUFFIX);
+      expect(await feed.head()).toBe(encodeCursor(head!));
+      // Delivery's view: an endpoint that stands after 999's event is behind the head.
+      expect(feed.compare(encodeCursor({ xid: '999', seq: head!.seq - 1 }), await feed.head())).toBeLessThan(
+        0,
+      );
+      // A replay from two minutes ago starts just before 999's event: both it and 1000's are sent.
+      const at = await feed.positionAt(new Date(Date.now() - 120_000));
+      const page = await readEvents(own.db, at, 10, {}, { domainSuffix: SUFFIX });
+      expect(page.events.map((e) => decodeCursor(e.id).xid)).toEqual(['999', '1000']);
+    } finally {
+      await own.drop();
+    }
+  });
 });

@@ -36,13 +36,14 @@ export function compareCursors(a: string | null, b: string | null): number {
  * The cursor just before the first visible event (in feed order) created at or after `time`, so
  * that every event created since is sent again; the feed's end when there is none. Feed order is
  * by transaction, so a few events created before `time` may come along. The scan walks the feed from
- * its oldest event kept: a worker runs it (no statement timeout), once per replay.
+ * its oldest event kept: a worker runs it (no statement timeout), once per replay. The order names
+ * the column (`e.xid`), not the text output alias, so '1000' sorts after '999'.
  */
 async function positionAt(db: Db, time: Date): Promise<string | null> {
   const { rows } = await sql<{ xid: string; seq: number }>`
-    select xid::text as xid, seq from events
-    where xid < bizdir_events_horizon() and created >= ${time}
-    order by xid, seq limit 1`.execute(db);
+    select e.xid::text as xid, e.seq from events e
+    where e.xid < bizdir_events_horizon() and e.created >= ${time}
+    order by e.xid, e.seq limit 1`.execute(db);
   const first = rows[0];
   if (first) return encodeCursor({ xid: first.xid, seq: Number(first.seq) - 1 });
   const last = await latestVisible(db);
