@@ -45,7 +45,8 @@ async function countersOf(
     .selectFrom('public_slug_counters')
     .select(['base', 'last'])
     .where('scope', '=', scope)
-    .where('base', 'in', bases)
+    // One array parameter, not one per base: a statement takes at most 65,535 parameters.
+    .where(sql<boolean>`base = any(${bases}::text[])`)
     .execute();
   return new Map(rows.map((r) => [r.base, Number(r.last)]));
 }

@@ -67,7 +67,13 @@ async function merge(
 ): Promise<ImportRun> {
   const { db } = deps;
   const handler = feedHandler(run.feed)!;
+  const preparing = performance.now();
   await staged.prepareMerge(db, ctx);
+  // The preparation runs on one connection before any chunk: an operator sees its share of the merge.
+  deps.logger?.info(
+    { runId: run.id, seconds: Math.round(performance.now() - preparing) / 1000 },
+    'merge prepared',
+  );
   const stats = new StatsKeeper(db, handler.lookupColumns);
   const lanes = Math.max(1, Math.trunc(deps.mergeLanes ?? MERGE_LANES));
   let current = run;
