@@ -35,20 +35,21 @@ export interface SlugRequest {
   ownerId?: number;
 }
 
-/** The last number each base's counter handed out; a base without a counter is absent. */
+/**
+ * The last number each base's counter handed out; a base without a counter is absent. One index
+ * probe per base, as a subquery per row so no join can be planned instead: a register run fills the
+ * counters faster than their statistics follow, and `base = any(...)` (or a join) was then planned as
+ * a scan of every counter, for each reservation, the slowest part of a run's label pass.
+ */
 async function countersOf(
   trx: Transaction<Database>,
   scope: SlugScope,
   bases: readonly string[],
 ): Promise<Map<string, number>> {
-  const rows = await trx
-    .selectFrom('public_slug_counters')
-    .select(['base', 'last'])
-    .where('scope', '=', scope)
-    // One array parameter, not one per base: a statement takes at most 65,535 parameters.
-    .where(sql<boolean>`base = any(${bases}::text[])`)
-    .execute();
-  return new Map(rows.map((r) => [r.base, Number(r.last)]));
+  const { rows } = await sql<{ base: string; last: number | null }>`
+    select k.base, (select last from public_slug_counters c where c.scope = ${scope} and c.base = k.base) as last
+    from unnest(${bases}::text[]) as k(base)`.execute(trx);
+  return new Map(rows.flatMap((r) => (r.last === null ? [] : [[r.base, Number(r.last)] as const])));
 }
 
 /** Stores the counters' new last numbers (never lower than stored: a counter only grows). */

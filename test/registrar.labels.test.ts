@@ -53,7 +53,7 @@ async function runParts(db: Db, files: string[], deps: Partial<RunImportDeps>): 
 describe('public labels of a register run', () => {
   const { files, expected } = clashingRegister(dir, 'in-process', 3, 150);
 
-  it('follow the rows, not the batches, chunks or lanes', async () => {
+  it('follow the bases and rows, not the batches, chunks or lanes', async () => {
     const configs: Partial<RunImportDeps>[] = [
       { batchSize: 5000, mergeLanes: 1, mergeChunk: 1000 },
       { batchSize: 7, mergeLanes: 3, mergeChunk: 5 },

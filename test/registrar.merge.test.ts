@@ -6,7 +6,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { getRun, type ImportRun } from '../ingest/import-runs/import-runs.repository.js';
 import { createImportRun } from '../ingest/import-runs/import-runs.state.js';
 import { labelsFor } from '../ingest/registrar/registrar.labels.js';
-import { createRunLabels, keptLabelsOf } from '../ingest/registrar/registrar.labels.repository.js';
+import {
+  createRunLabels,
+  indexRunLabels,
+  keptLabelsOf,
+} from '../ingest/registrar/registrar.labels.repository.js';
 import { createStage, dropStage, indexStage, stageExists } from '../ingest/registrar/registrar.stage.js';
 import { IMPORT_JOB_CONNECTIONS } from '../ingest/run/deps.js';
 import { runImport } from '../ingest/run/run-import.js';
@@ -278,6 +282,8 @@ describe('register labels the run has handed out and not written', () => {
       await createStage(t.db, id);
       await indexStage(t.db, id);
       await createRunLabels(t.db, id);
+      // As at the end of the run's label pass (registrar.labels.ts labelRun), before any chunk.
+      await indexRunLabels(t.db, id);
     }
     try {
       // 'foo-ltd' is held: the next company called FOO LTD would get 'foo-ltd-2' ...

@@ -28,25 +28,41 @@ export interface Turn {
 
 export async function createRunLabels(db: Db, runId: number): Promise<void> {
   await sql`
-    create table if not exists ${labels(runId)} (number text primary key, label text not null)
+    create table if not exists ${labels(runId)} (number text not null, label text not null)
     with (autovacuum_enabled = false)`.execute(db);
   // Each label once (a label is handed out once), and the allocator's lookups by label (labelsAmong).
+  // The turns come in label order, so this index grows at its end.
   await sql`
     create unique index if not exists ${sql.id(`${labelsTableOf(runId)}_label`)}
     on ${labels(runId)} (label)`.execute(db);
 }
 
 /**
- * Lines up the companies of the run that need a label and have none yet, in the order of their
- * winning row (part, then line): the new companies and the renamed Orgs. A row recognised unchanged
- * holds no name (its Org is as it was); a company whose Org a committed chunk wrote already has its
- * name, so a resumed merge lines up only the companies not handed a label yet, in the same order.
+ * Each company once, and the chunks' lookups by company number (keptLabelsOf, keepLabels' replace):
+ * built once the labels are handed out. Built during the pass, it would take an insert at a random
+ * place of a large index per company (the numbers come in no order), which on a register of
+ * millions makes the pass wait on reads of index pages.
+ */
+export async function indexRunLabels(db: Db, runId: number): Promise<void> {
+  await sql`
+    create unique index if not exists ${sql.id(`${labelsTableOf(runId)}_number`)}
+    on ${labels(runId)} (number)`.execute(db);
+}
+
+/**
+ * Lines up the companies of the run that need a label and have none yet, by base (byte order: the
+ * same in every database, whatever its collation), then by their winning row (part, then line): the
+ * new companies and the renamed Orgs. Base order keeps each reservation's counters and labels
+ * together in their indexes. A row recognised unchanged holds no name (its Org is as it was); a
+ * company whose Org a committed chunk wrote already has its name, so a resumed merge lines up only
+ * the companies not handed a label yet, in the same order.
  */
 export async function lineUpTurns(db: Db, runId: number, country: string): Promise<void> {
   await sql`drop table if exists ${turns(runId)}`.execute(db);
   await sql`
     create unlogged table ${turns(runId)} with (autovacuum_enabled = false) as
-    select row_number() over (order by w.part_no, w.line) as pos, w.number, coalesce(w.slug, 'org') as base,
+    select row_number() over (order by coalesce(w.slug, 'org') collate "C", w.part_no, w.line) as pos,
+      w.number, coalesce(w.slug, 'org') as base,
       o.id as owner
     from (
       select distinct on (number) number, part_no, line, name, slug from ${sql.table(stageTableOf(runId))}

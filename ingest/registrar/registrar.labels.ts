@@ -3,6 +3,7 @@ import { type AlsoHeld, labelHolders, reserveSlugs } from '../public-domains.js'
 import {
   createRunLabels,
   dropTurns,
+  indexRunLabels,
   keepLabels,
   labelsAmong,
   lineUpTurns,
@@ -13,7 +14,7 @@ import {
  * The public labels of a register run's new and renamed companies (docs/decisions.md, Public labels).
  *
  * Before the merge writes its first chunk, every company of the run that needs a label is handed one,
- * in the order of its winning row in the run (part, then line), whatever the batch size, the merge's
+ * by base, then in the order of its winning row in the run (part, then line), whatever the batch size, the merge's
  * chunks and lanes, the number of workers or a resumed run: allocateSlugs hands labels out as if one
  * at a time (public-domains.ts), so cutting the turns into groups changes nothing. The labels are
  * kept in the run's labels table (registrar.labels.repository.ts) in the reservation's transaction;
@@ -60,6 +61,7 @@ export async function labelRun(db: Db, runId: number, country: string): Promise<
     );
     after = turns.at(-1)!.pos;
   }
+  await indexRunLabels(db, runId);
   await dropTurns(db, runId);
 }
 

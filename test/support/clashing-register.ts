@@ -9,8 +9,8 @@ import { below, rng } from './rng.js';
  * whose plain label is another's clash label, `JUNIPER PEAK BREWING LLP 2`), in the real format, with
  * company numbers in no particular order in the file and some companies twice (the later row wins,
  * sometimes with another name). `expected` is what the rule in docs/decisions.md (Public labels) gives
- * into an empty database: turns in the order of each company's winning row (part, then line), each
- * the first free `base`, `base-2`, ... above its base's last number.
+ * into an empty database: turns by base (byte order), then in the order of each company's winning
+ * row (part, then line), each the first free `base`, `base-2`, ... above its base's last number.
  */
 const CLASHING = [
   'JUNIPER PEAK BREWING LLP',
@@ -69,14 +69,17 @@ export function clashingRegister(
     writeFileSync(file, registrarCsv(part.map((r) => registrarFields(r.number, r.name))));
     return file;
   });
-  // The winning row of each company (the last), then the turns in the order of those rows.
+  // The winning row of each company (the last), then the turns by base, then in the order of those rows.
   const winner = new Map<string, { name: string; part: number; line: number }>();
   rows.forEach((part, p) => {
     part.forEach((r, line) => {
       winner.set(r.number, { name: r.name, part: p, line });
     });
   });
-  const turns = [...winner].sort(([, a], [, b]) => a.part - b.part || a.line - b.line);
+  const byte = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  const turns = [...winner].sort(
+    ([, a], [, b]) => byte(slugify(a.name), slugify(b.name)) || a.part - b.part || a.line - b.line,
+  );
   const last = new Map<string, number>();
   const given = new Set<string>();
   const expected = new Map<string, string>();
