@@ -31,7 +31,7 @@ export async function createRunLabels(db: Db, runId: number): Promise<void> {
     create table if not exists ${labels(runId)} (number text not null, label text not null)
     with (autovacuum_enabled = false)`.execute(db);
   // Each label once (a label is handed out once), and the allocator's lookups by label (labelsAmong).
-  // The turns come in label order, so this index grows at its end.
+  // The turns come by base, so each reservation's labels land in neighbouring places of this index.
   await sql`
     create unique index if not exists ${sql.id(`${labelsTableOf(runId)}_label`)}
     on ${labels(runId)} (label)`.execute(db);

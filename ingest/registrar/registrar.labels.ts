@@ -14,9 +14,9 @@ import {
  * The public labels of a register run's new and renamed companies (docs/decisions.md, Public labels).
  *
  * Before the merge writes its first chunk, every company of the run that needs a label is handed one,
- * by base, then in the order of its winning row in the run (part, then line), whatever the batch size, the merge's
- * chunks and lanes, the number of workers or a resumed run: allocateSlugs hands labels out as if one
- * at a time (public-domains.ts), so cutting the turns into groups changes nothing. The labels are
+ * by base, then in the order of its winning row in the run (part, then line), whatever the batch
+ * size, the merge's chunks and lanes, the number of workers or a resumed run: allocateSlugs hands
+ * labels out as if one at a time (public-domains.ts), so cutting the turns into groups changes nothing. The labels are
  * kept in the run's labels table (registrar.labels.repository.ts) in the reservation's transaction;
  * a chunk reads its companies' labels from there.
  *
